@@ -1,0 +1,60 @@
+"""Model layer: backends behind one interface, an on-disk response cache, cached runs.
+
+Backends (`get_backend(name, **options)`): `local` (llama-cpp-python in-process),
+`openai` (any OpenAI-compatible server), `vllm` (in-process vLLM). Heavy dependencies
+are imported only when a backend is created.
+"""
+
+from . import _local, _openai, _vllm  # noqa: F401  (register the backends)
+from ._cache import ResponseCache, cache_key
+from ._convert import convert_gguf_to_hf
+from ._json import JsonResult, complete_json, parse_json
+from ._local import LocalBackend
+from ._models import SMOLLM2_ID, default_hf_dir, model_id_from_path, smollm2_gguf_path
+from ._openai import OpenAIBackend
+from ._registry import BACKENDS, get_backend, register_backend
+from ._run import run_cached, write_json_atomic, write_stats
+from ._server import free_port, local_server, vllm_server
+from ._types import (
+    Backend,
+    ChatRequest,
+    Completion,
+    RunStats,
+    TokenLogprob,
+    canonical_json,
+    schema_json,
+)
+from ._vllm import VLLMBackend, vllm_cpu_env
+
+__all__ = [
+    "BACKENDS",
+    "SMOLLM2_ID",
+    "Backend",
+    "ChatRequest",
+    "Completion",
+    "JsonResult",
+    "LocalBackend",
+    "OpenAIBackend",
+    "ResponseCache",
+    "RunStats",
+    "TokenLogprob",
+    "VLLMBackend",
+    "cache_key",
+    "canonical_json",
+    "complete_json",
+    "convert_gguf_to_hf",
+    "default_hf_dir",
+    "free_port",
+    "get_backend",
+    "local_server",
+    "model_id_from_path",
+    "parse_json",
+    "register_backend",
+    "run_cached",
+    "schema_json",
+    "smollm2_gguf_path",
+    "vllm_cpu_env",
+    "vllm_server",
+    "write_json_atomic",
+    "write_stats",
+]

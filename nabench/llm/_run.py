@@ -1,0 +1,118 @@
+"""Cached, chunked, resumable execution of a batch of requests on a backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ._cache import ResponseCache
+from ._types import Backend, ChatRequest, Completion, RunStats
+
+DEFAULT_CHUNK_SIZE = 32
+
+
+def run_cached(
+    backend: Backend,
+    requests: Sequence[ChatRequest],
+    cache: ResponseCache,
+    namespace: str = "",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    progress: bool = True,
+    sort_by_prefix: bool = True,
+) -> tuple[list[Completion], RunStats]:
+    """Complete `requests`, reading and filling `cache`; results in input order.
+
+    Only cache misses reach the backend, in chunks of `chunk_size`; each chunk's
+    successful results are committed before the next chunk starts, so a killed run
+    resumes where it stopped. Identical requests are sent once. With `sort_by_prefix`
+    misses are ordered so that prompts sharing a prefix run back to back (llama.cpp and
+    vLLM reuse the KV cache of the shared prefix).
+    """
+    if chunk_size < 1:
+        raise ValueError("chunk_size must be >= 1")
+    t0 = time.perf_counter()
+    retries0 = backend.counters.retries
+    keys = [cache.key(backend.model_id, r, namespace) for r in requests]
+    hits = cache.get_many(keys)
+    results: list[Completion | None] = [hits.get(k) for k in keys]
+
+    # unique misses, first occurrence wins; positions to fill for each
+    pending: dict[str, list[int]] = {}
+    for i, (k, res) in enumerate(zip(keys, results, strict=True)):
+        if res is None:
+            pending.setdefault(k, []).append(i)
+    miss_keys = list(pending)
+    if sort_by_prefix:
+        miss_keys.sort(key=lambda k: requests[pending[k][0]].prefix_key())
+
+    calls = errors = 0
+    bar = tqdm(
+        total=len(miss_keys),
+        disable=not progress or not miss_keys,
+        desc=f"{backend.name}:{backend.model_id}",
+        unit="req",
+    )
+    try:
+        for start in range(0, len(miss_keys), chunk_size):
+            chunk = miss_keys[start : start + chunk_size]
+            reqs = [requests[pending[k][0]] for k in chunk]
+            comps = backend.complete(reqs)
+            if len(comps) != len(reqs):
+                raise RuntimeError(
+                    f"{backend!r} returned {len(comps)} completions for {len(reqs)} requests"
+                )
+            calls += len(reqs)
+            cache.put_many(
+                [(k, backend.model_id, r, c) for k, r, c in zip(chunk, reqs, comps, strict=True)]
+            )
+            for k, c in zip(chunk, comps, strict=True):
+                errors += c.error is not None
+                for i in pending[k]:
+                    results[i] = c
+            bar.update(len(chunk))
+    finally:
+        bar.close()
+
+    elapsed = time.perf_counter() - t0
+    stats = RunStats(
+        total=len(requests),
+        calls=calls,
+        cache_hits=sum(1 for k in keys if k in hits),
+        errors=errors,
+        retries=backend.counters.retries - retries0,
+        elapsed_s=elapsed,
+        prompts_per_s=len(requests) / elapsed if elapsed > 0 else 0.0,
+    )
+    out = [r for r in results if r is not None]
+    assert len(out) == len(requests)
+    return out, stats
+
+
+def write_json_atomic(data: Any, path: str | Path) -> Path:
+    """Write `data` as JSON to `path` atomically (temp file in the same dir + os.replace)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_stats(stats: RunStats, path: str | Path) -> Path:
+    """Write `stats` as JSON atomically."""
+    return write_json_atomic(stats.to_dict(), path)

