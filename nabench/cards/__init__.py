@@ -1,0 +1,41 @@
+"""Dataset cards: metadata through `huggingface_hub.DatasetCardData`, body from a template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def size_category(n: int) -> str:
+    """The Hub's `size_categories` bucket for n rows."""
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+    ):
+        if n < limit:
+            return label
+    return "1M<n<10M"
+
+
+def render_card(
+    *,
+    template: str,
+    metadata: dict[str, Any],
+    context: dict[str, Any],
+) -> str:
+    """Render README.md: YAML front matter from `DatasetCardData`, body from a jinja template."""
+    import jinja2
+    from huggingface_hub import DatasetCardData
+
+    card_data = DatasetCardData(**metadata)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        keep_trailing_newline=True,
+        autoescape=False,  # Markdown, not HTML
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template(template).render(card_data=card_data.to_yaml(), **context)

@@ -1,0 +1,119 @@
+"""Validators: eligibility audit, row invariants, and `validate_path` for files and folders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nabench.errors import NabenchError
+from nabench.validate.invariants import (
+    LETTER_SHARE_WARNING,
+    Violation,
+    check_perturbed,
+    check_schema,
+    letter_distribution,
+)
+
+
+@dataclass
+class ValidationReport:
+    files: int = 0
+    rows: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def read_rows(path: Path) -> pa.Table:
+    """A parquet or JSONL file as an Arrow table (a clear error if unreadable)."""
+    try:
+        if path.suffix == ".parquet":
+            return pq.read_table(path)
+        if path.suffix in {".jsonl", ".json"}:
+            import pandas as pd
+
+            return pa.Table.from_pandas(
+                pd.read_json(path, lines=True, dtype=False), preserve_index=False
+            )
+    except Exception as exc:
+        raise NabenchError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    raise NabenchError(f"{path}: expected a .parquet or .jsonl file")
+
+
+def table_kind(table: pa.Table) -> str:
+    names = set(table.column_names)
+    if "variant" in names:
+        return "perturbed_item"
+    if "reason" in names:
+        return "excluded_item"
+    if "na_applicable" in names and "choices" not in names:
+        return "labels"
+    return "item"
+
+
+def _coerce(table: pa.Table, kind: str) -> pa.Table:
+    """JSONL loses Arrow types: cast to the schema's types where the columns match."""
+    from nabench.schemas.tables import ARROW_SCHEMAS
+
+    schema = ARROW_SCHEMAS.get(kind)
+    if schema is None or set(table.column_names) != set(schema.names):
+        return table
+    try:
+        return table.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+        return table
+
+
+def validate_table(table: pa.Table, where: str, report: ValidationReport) -> None:
+    kind = table_kind(table)
+    table = _coerce(table, kind)
+    report.files += 1
+    report.rows += table.num_rows
+    if kind == "labels":
+        return
+    schema_violations = check_schema(table, kind, where)
+    report.violations.extend(schema_violations)
+    if kind == "perturbed_item" and not schema_violations:
+        report.violations.extend(check_perturbed(table, where))
+        shares = letter_distribution(table)
+        pretty = " ".join(f"{k}={v:.1%}" for k, v in shares.items())
+        report.notes.append(f"{where}: {table.num_rows} rows, answer letters {pretty}")
+        for letter, share in shares.items():
+            if share > LETTER_SHARE_WARNING:
+                report.notes.append(f"warning: {where}: letter {letter} is the key in {share:.1%}")
+
+
+def validate_path(path: Path) -> ValidationReport:
+    """Validate a built folder (every config, plus ids traced to `original`) or one file."""
+    report = ValidationReport()
+    if not path.exists():
+        raise NabenchError(f"{path} does not exist")
+    if path.is_file():
+        validate_table(read_rows(path), path.name, report)
+        return report
+    files = sorted(p for p in path.rglob("*.parquet") if not p.name.startswith("."))
+    if not files:
+        raise NabenchError(f"{path}: no parquet files found")
+    originals: dict[str, set[str]] = {}
+    tables: list[tuple[str, pa.Table]] = []
+    for f in files:
+        rel = str(f.relative_to(path))
+        table = read_rows(f)
+        tables.append((rel, table))
+        if f.parent.name == "original":
+            originals[f.name] = set(table.column("id").to_pylist())
+    for rel, table in tables:
+        validate_table(table, rel, report)
+        if table_kind(table) == "perturbed_item" and originals:
+            known = originals.get(Path(rel).name, set())
+            for row, item_id in enumerate(table.column("id").to_pylist()):
+                if item_id not in known:
+                    report.violations.append(
+                        Violation(rel, row, item_id, "id_in_original", "id missing from original")
+                    )
+    return report
+
+
+__all__ = ["ValidationReport", "Violation", "validate_path", "validate_table"]

@@ -1,0 +1,322 @@
+"""The build pipeline: source -> eligibility audit -> labels -> perturb -> validate -> stage."""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from tqdm.auto import tqdm
+
+from nabench import __version__
+from nabench.cards import render_card, size_category
+from nabench.errors import NabenchError, ValidationFailed
+from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
+from nabench.perturb.na_keyed import phrasing_config
+from nabench.schemas.recipe import Recipe
+from nabench.sources import Source, get_source
+from nabench.stage.hub_layout import StagedTable, stage
+from nabench.validate.eligibility import audit_items, exclusion_counts, split_by_flags
+from nabench.validate.invariants import (
+    LETTER_SHARE_WARNING,
+    Violation,
+    check_perturbed,
+    letter_distribution,
+)
+
+# Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
+DATA_DEFECTS = ("empty_choice", "duplicate_choices")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    source: str | None = None
+    out: Path | None = None
+    splits: Sequence[str] | None = None
+    limit: int | None = None
+    seed: int | None = None
+    labels: str | None = None  # "none", a path, or None for the recipe's setting
+    strict: bool = False
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out: Path
+    counts: dict[str, dict[str, int]]
+    exclusions: dict[str, Any]
+    letter_shares: dict[str, dict[str, float]]
+    warnings: list[str] = field(default_factory=list)
+
+
+def make_builders(recipe: Recipe) -> list[Builder]:
+    """One builder per output config; every extra NA phrasing gets its own config."""
+    out: list[Builder] = []
+    for spec in recipe.variants:
+        cls = BUILDERS[spec.kind]
+        if spec.kind in {"na_keyed", "na_distractor"}:
+            texts = spec.na_texts  # type: ignore[union-attr]
+            out.extend(
+                cls(na_text=t, name=phrasing_config(spec.kind, t, i == 0))  # type: ignore[call-arg]
+                for i, t in enumerate(texts)
+            )
+        elif spec.kind == "all_of_the_above":
+            out.append(cls(na_text=spec.text))  # type: ignore[call-arg,union-attr]
+        else:
+            out.append(cls())
+    names = [b.config_name for b in out]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise NabenchError(f"recipe {recipe.name}: duplicate config names {sorted(dupes)}")
+    return out
+
+
+def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
+    """Run the whole pipeline for a recipe and stage the result in `options.out`."""
+    source = get_source(recipe.source.dataset)
+    seed = recipe.seed if options.seed is None else options.seed
+    splits = list(options.splits or recipe.source.splits)
+    out = options.out or Path("build") / recipe.name
+    builders = make_builders(recipe)
+    inserted = tuple(t for b in builders for t in b.inserted_texts)
+    label_mode, labels_frame, labeler_info = _resolve_labels(recipe, options)
+
+    staged: list[StagedTable] = []
+    sources_meta: dict[str, Any] = {}
+    excluded_tables: list[pa.Table] = []
+    steps = len(splits) * (3 + len(builders))
+    bar = tqdm(total=steps, desc=f"build {recipe.name}", disable=not options.progress, unit="step")
+    for split in splits:
+        bar.set_postfix_str(f"load {split}")
+        loaded = _load(source, recipe, options, split, seed)
+        items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
+        sources_meta[split] = {
+            "origin": loaded.origin,
+            "fingerprint": loaded.fingerprint,
+            "files": loaded.files,
+            "rows_read": loaded.items.num_rows,
+            "rows_used": items.num_rows,
+        }
+        bar.update()
+        audit = audit_items(items, inserted)
+        _check_strict(audit.excluded, options.strict)
+        eligible, label_cols, label_excluded = _label(audit.eligible, labels_frame, label_mode)
+        excluded = pa.concat_tables([audit.excluded, label_excluded])
+        excluded_tables.append(excluded)
+        bar.update()
+        columns = ItemColumns.from_table(eligible, label_cols)
+        for builder in builders:
+            bar.set_postfix_str(f"{builder.config_name}/{split}")
+            staged.append(StagedTable(builder.config_name, split, builder.build(columns, seed)))
+            bar.update()
+        staged.append(StagedTable("excluded", split, excluded))
+        if labels_frame is not None:
+            staged.append(StagedTable("labels", split, _labels_table(items, labels_frame)))
+        bar.update()
+    bar.close()
+
+    violations = validate_staged(staged, extra_na_texts=inserted)
+    if violations:
+        raise ValidationFailed(_summarise(violations))
+    letter_shares = {
+        f"{st.config}/{st.split}": letter_distribution(st.table)
+        for st in staged
+        if st.config not in {"excluded", "labels"}
+    }
+    warnings = [
+        f"{key}: letter {letter} is the key in {share:.1%} of rows (> 40%)"
+        for key, shares in letter_shares.items()
+        for letter, share in shares.items()
+        if share > LETTER_SHARE_WARNING
+    ]
+    exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
+    counts: dict[str, dict[str, int]] = {}
+    for st in staged:
+        counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+    manifest = {
+        "nabench_version": __version__,
+        "python": platform.python_version(),
+        "recipe": recipe.model_dump(mode="json"),
+        "seed": seed,
+        "splits": splits,
+        "limit": options.limit,
+        "source": {
+            "dataset": source.name,
+            "location": options.source or recipe.source.hub_id or source.hub_id,
+            "config": recipe.source.config or source.default_config,
+            "revision": recipe.source.revision,
+            "splits": sources_meta,
+        },
+        "labels": {"mode": label_mode, **labeler_info},
+        "counts": counts,
+        "exclusions": exclusions,
+        "letter_shares": letter_shares,
+        "warnings": warnings,
+        "validation": {"violations": 0, "rules": "nabench.validate.invariants"},
+    }
+    readme = _readme_renderer(
+        recipe, source, seed, counts, exclusions, sources_meta, label_mode, labeler_info
+    )
+    stage(out, staged, readme, manifest)
+    return BuildResult(out, counts, exclusions, letter_shares, warnings)
+
+
+def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, seed: int) -> Any:
+    return source.load(
+        split,
+        location=options.source or recipe.source.hub_id,
+        config=recipe.source.config,
+        revision=recipe.source.revision,
+        seed=seed,
+    )
+
+
+def _check_strict(excluded: pa.Table, strict: bool) -> None:
+    if not strict or excluded.num_rows == 0:
+        return
+    reasons = excluded.column("reasons").to_pylist()
+    ids = excluded.column("id").to_pylist()
+    for item_id, rs in zip(ids, reasons, strict=True):
+        bad = [r for r in rs if r in DATA_DEFECTS]
+        if bad:
+            raise NabenchError(f"--strict: source row {item_id} is malformed ({', '.join(bad)})")
+
+
+def _resolve_labels(recipe: Recipe, options: BuildOptions) -> tuple[str, Any, dict[str, Any]]:
+    from nabench.label.files import read_labels
+
+    choice = options.labels
+    if choice is None:
+        if recipe.labels.mode == "none":
+            return "none", None, {}
+        if recipe.labels.mode == "file":
+            choice = recipe.labels.path
+        else:
+            from nabench.label import label_for_build
+
+            return "llm", *label_for_build(recipe, options)
+    if choice == "none":
+        return "none", None, {}
+    assert choice is not None
+    frame = read_labels(Path(choice))
+    models = sorted({str(m) for m in frame["model"].dropna()})
+    versions = sorted({str(v) for v in frame["guideline_version"].dropna()})
+    return "file", frame, {"path": str(choice), "models": models, "guideline_versions": versions}
+
+
+def _label(
+    eligible: pa.Table, labels_frame: Any, mode: str
+) -> tuple[pa.Table, LabelColumns | None, pa.Table]:
+    from nabench.label.files import apply_labels
+
+    if labels_frame is None:
+        return eligible, None, split_by_flags(eligible.slice(0, 0), {}).excluded
+    result = apply_labels(eligible, labels_frame)
+    quarantine = split_by_flags(result.candidates, result.flags)
+    return result.kept, result.labels, quarantine.excluded
+
+
+def _labels_table(items: pa.Table, labels_frame: Any) -> pa.Table:
+    ids = set(items.column("id").to_pylist())
+    frame = labels_frame[labels_frame["id"].isin(ids)].copy()
+    frame = frame.sort_values("id", kind="stable").reset_index(drop=True)
+    for col in frame.columns:
+        if col != "na_applicable" and frame[col].dtype == object:
+            frame[col] = frame[col].map(lambda v: None if v is None else str(v))
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+def validate_staged(
+    staged: Sequence[StagedTable], extra_na_texts: Sequence[str] = ()
+) -> list[Violation]:
+    """Row invariants of every perturbed config plus: each id also appears in `original`."""
+    violations: list[Violation] = []
+    originals = {
+        st.split: set(st.table.column("id").to_pylist()) for st in staged if st.config == "original"
+    }
+    for st in staged:
+        if st.config in {"excluded", "labels"}:
+            continue
+        where = st.relpath
+        violations.extend(check_perturbed(st.table, where, extra_na_texts))
+        known = originals.get(st.split, set())
+        for row, item_id in enumerate(st.table.column("id").to_pylist()):
+            if item_id not in known:
+                violations.append(
+                    Violation(where, row, item_id, "id_in_original", "id missing from original")
+                )
+    return violations
+
+
+def _summarise(violations: Sequence[Violation], cap: int = 20) -> str:
+    lines = [str(v) for v in violations[:cap]]
+    more = len(violations) - cap
+    tail = f"\n... and {more} more" if more > 0 else ""
+    return f"{len(violations)} invariant violation(s):\n" + "\n".join(lines) + tail
+
+
+def _readme_renderer(
+    recipe: Recipe,
+    source: Source,
+    seed: int,
+    counts: dict[str, dict[str, int]],
+    exclusions: dict[str, Any],
+    sources_meta: dict[str, Any],
+    label_mode: str,
+    labeler_info: dict[str, Any],
+) -> Any:
+    source_id = recipe.source.hub_id or source.hub_id
+    total = max((sum(c.values()) for c in counts.values()), default=0)
+
+    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
+        metadata = {
+            "license": source.license,
+            "language": [source.language],
+            "pretty_name": f"{source.pretty_name} (nabench {recipe.name})",
+            "task_categories": ["multiple-choice", "question-answering"],
+            "task_ids": ["multiple-choice-qa"],
+            "size_categories": [size_category(total)],
+            "source_datasets": [source_id],
+            "tags": ["nabench", "none-of-the-above", "perturbation", source.name],
+            "configs": configs,
+            "dataset_info": infos,
+        }
+        construction = [
+            f"Eligibility audit: {exclusions['total']} item(s) excluded, see the table below.",
+            f"Labels: {label_mode}"
+            + (f" ({json.dumps(labeler_info, sort_keys=True)})" if labeler_info else ""),
+            'Per-item randomness: `random.Random(f"{seed}:{purpose}:{item_id}")`.',
+            "All invariants of `nabench validate` hold (0 violations).",
+        ]
+        context = {
+            "pretty_name": metadata["pretty_name"],
+            "summary": recipe.description or f"Perturbed variants of {source.pretty_name}.",
+            "nabench_version": __version__,
+            "recipe_name": recipe.name,
+            "recipe_version": recipe.version,
+            "seed": seed,
+            "source_id": source_id,
+            "source_config": recipe.source.config or source.default_config or "default",
+            "source_fingerprint": ", ".join(
+                f"{s}: {m['fingerprint'][:16]}" for s, m in sources_meta.items()
+            ),
+            "license": source.license,
+            "counts": [
+                {"config": c, "split": s, "rows": n}
+                for c, d in counts.items()
+                for s, n in d.items()
+            ],
+            "construction": construction,
+            "exclusions": exclusions["by_reason"],
+            "repo_id": recipe.publish.repo_id or f"ORG/{recipe.name}",
+            "example_config": next((c for c in counts if c.startswith("na_keyed")), "original"),
+            "example_split": next(iter(counts.get("original", {"test": 0}))),
+            "citation": source.citation,
+        }
+        return render_card(template="na_card.md.jinja", metadata=metadata, context=context)
+
+    return render

@@ -1,0 +1,38 @@
+"""The builder contract: a frozen dataclass of parameters with a `config_name` and a `build`."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pyarrow as pa
+
+from nabench.perturb._columns import ItemColumns
+
+
+@dataclass(frozen=True)
+class Builder(ABC):
+    """One perturbation. `kind` is the registry key; `config_name` names the output config."""
+
+    kind: ClassVar[str]
+    description: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def config_name(self) -> str: ...
+
+    @property
+    def inserted_texts(self) -> tuple[str, ...]:
+        """Texts this builder inserts (the eligibility audit refuses items that already hold them)."""
+        return ()
+
+    @abstractmethod
+    def build(self, items: ItemColumns, seed: int) -> pa.Table:
+        """Perturbed rows for every (eligible) item, in input order."""
+
+
+def slug(text: str) -> str:
+    """`None of the options given is correct` -> `none_of_the_options_given_is_correct`."""
+    out = "".join(ch.lower() if ch.isalnum() else "_" for ch in text.strip())
+    return "_".join(part for part in out.split("_") if part)

@@ -1,0 +1,40 @@
+"""`all_of_the_above`: "All of the above" appended as an extra option; never the key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from nabench.perturb._base import Builder
+from nabench.perturb._columns import ItemColumns, perturbed_table
+
+DEFAULT_AOTA_TEXT = "All of the above"
+
+
+@dataclass(frozen=True)
+class AllOfTheAbove(Builder):
+    kind = "all_of_the_above"
+    description = "'All of the above' appended as a fifth option; key unchanged."
+    na_text: str = DEFAULT_AOTA_TEXT
+    name: str | None = None
+
+    @property
+    def config_name(self) -> str:
+        return self.name or self.kind
+
+    @property
+    def inserted_texts(self) -> tuple[str, ...]:
+        return (self.na_text,)
+
+    def build(self, items: ItemColumns, seed: int) -> pa.Table:
+        choices = [[*c, self.na_text] for c in items.choices]
+        return perturbed_table(
+            items,
+            variant=self.kind,
+            choices=choices,
+            answer=items.answer,
+            replaced_index=None,
+            na_text=self.na_text,
+            seed=seed,
+        )

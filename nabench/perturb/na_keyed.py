@@ -1,0 +1,48 @@
+"""`na_keyed`: the gold option's text is replaced in place by the NA text, which becomes the key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from nabench.perturb._base import Builder, slug
+from nabench.perturb._columns import ItemColumns, perturbed_table
+
+DEFAULT_NA_TEXT = "None of the above"
+
+
+@dataclass(frozen=True)
+class NAKeyed(Builder):
+    kind = "na_keyed"
+    description = "Gold option replaced in place by 'None of the above'; NA is now the key."
+    na_text: str = DEFAULT_NA_TEXT
+    name: str | None = None
+
+    @property
+    def config_name(self) -> str:
+        return self.name or self.kind
+
+    @property
+    def inserted_texts(self) -> tuple[str, ...]:
+        return (self.na_text,)
+
+    def build(self, items: ItemColumns, seed: int) -> pa.Table:
+        answers = items.answer.tolist()
+        choices = [
+            [*c[:a], self.na_text, *c[a + 1 :]] for c, a in zip(items.choices, answers, strict=True)
+        ]
+        return perturbed_table(
+            items,
+            variant=self.kind,
+            choices=choices,
+            answer=items.answer,
+            replaced_index=answers,
+            na_text=self.na_text,
+            seed=seed,
+        )
+
+
+def phrasing_config(kind: str, na_text: str, first: bool) -> str:
+    """Config name for a phrasing: the first keeps the kind, others get `kind__<slug>`."""
+    return kind if first else f"{kind}__{slug(na_text)}"

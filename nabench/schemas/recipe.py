@@ -1,0 +1,134 @@
+"""The recipe: a declarative build spec (YAML) validated by pydantic, like lm-eval task configs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from nabench.errors import RecipeError
+
+SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$")
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceSpec(_Spec):
+    dataset: Literal["mmlu", "arc_challenge", "hellaswag", "gpqa"]
+    hub_id: str | None = Field(default=None, description="Defaults to the source's Hub id.")
+    config: str | None = None
+    splits: list[str] = Field(min_length=1)
+    revision: str | None = None
+
+
+class OriginalSpec(_Spec):
+    kind: Literal["original"]
+
+
+class NAKeyedSpec(_Spec):
+    kind: Literal["na_keyed"]
+    na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
+
+
+class NADistractorSpec(_Spec):
+    kind: Literal["na_distractor"]
+    na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
+
+
+class AllOfTheAboveSpec(_Spec):
+    kind: Literal["all_of_the_above"]
+    text: str = "All of the above"
+
+
+VariantSpec = Annotated[
+    OriginalSpec | NAKeyedSpec | NADistractorSpec | AllOfTheAboveSpec,
+    Field(discriminator="kind"),
+]
+
+
+class LLMLabelerSpec(_Spec):
+    backend: str = "local"
+    model: str | None = None
+    base_url: str | None = None
+    guideline: str = "na_applicability"
+    concurrency: int = Field(default=8, ge=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class LabelsSpec(_Spec):
+    """`none`: every eligible item is used; `file`: a labels file; `llm`: label with a model."""
+
+    mode: Literal["none", "file", "llm"] = "none"
+    path: str | None = None
+    llm: LLMLabelerSpec | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LabelsSpec:
+        if self.mode == "file" and not self.path:
+            raise ValueError("labels.mode 'file' needs labels.path")
+        if self.mode == "llm" and self.llm is None:
+            raise ValueError("labels.mode 'llm' needs a labels.llm section")
+        return self
+
+
+class PublishSpec(_Spec):
+    repo_id: str | None = None
+    private: bool = False
+
+
+class Recipe(_Spec):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    version: str
+    description: str = ""
+    kind: Literal["na"] = "na"
+    source: SourceSpec
+    seed: int = 0
+    variants: list[VariantSpec] = Field(min_length=1)
+    labels: LabelsSpec = Field(default_factory=LabelsSpec)
+    publish: PublishSpec = Field(default_factory=PublishSpec)
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not SEMVER.match(value):
+            raise ValueError(f"version {value!r} is not semver (X.Y.Z)")
+        return value
+
+    @model_validator(mode="after")
+    def _has_original(self) -> Recipe:
+        if not any(v.kind == "original" for v in self.variants):
+            raise ValueError("variants must include 'original' (the control every id traces to)")
+        return self
+
+
+def format_validation_error(exc: ValidationError, origin: str) -> str:
+    """One readable line per problem, naming the field path."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"field '{loc}': {err['msg']}")
+    return f"{origin}: invalid recipe: " + "; ".join(parts)
+
+
+def parse_recipe(data: Any, origin: str) -> Recipe:
+    if not isinstance(data, dict):
+        raise RecipeError(f"{origin}: a recipe must be a YAML mapping")
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        raise RecipeError(format_validation_error(exc, origin)) from None
+
+
+def read_recipe_file(path: Path) -> Recipe:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"{path}: not valid YAML: {exc}") from None
+    except OSError as exc:
+        raise RecipeError(f"{path}: cannot read recipe: {exc.strerror}") from None
+    return parse_recipe(data, str(path))

@@ -1,0 +1,55 @@
+"""ARC-Challenge (`allenai/ai2_arc`): keys are letters or digits; 3-5 options per row."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from nabench.errors import SourceError
+from nabench.sources._base import Source, check_answers, item_table, require_columns
+
+
+class ARCChallenge(Source):
+    name = "arc_challenge"
+    hub_id = "allenai/ai2_arc"
+    default_config = "ARC-Challenge"
+    splits = ("train", "validation", "test")
+    license = "cc-by-sa-4.0"
+    pretty_name = "ARC-Challenge"
+    citation = (
+        "@article{clark2018think,\n"
+        "  title={Think you have Solved Question Answering? Try ARC, the AI2 Reasoning "
+        "Challenge},\n"
+        "  author={Peter Clark and Isaac Cowhey and Oren Etzioni and Tushar Khot and "
+        "Ashish Sabharwal and Carissa Schoenick and Oyvind Tafjord},\n"
+        "  journal={arXiv:1803.05457},\n  year={2018}\n}"
+    )
+
+    def to_items(
+        self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
+    ) -> pa.Table:
+        require_columns(raw, ("id", "question", "choices", "answerKey"), origin)
+        native_ids = raw.column("id").to_pylist()
+        ids = [f"arc_challenge/{split}/{nid}" for nid in native_ids]
+        structs = raw.column("choices").to_pylist()
+        keys = raw.column("answerKey").to_pylist()
+        choices: list[list[str]] = []
+        answers: list[int | None] = []
+        for item_id, struct, key in zip(ids, structs, keys, strict=True):
+            if not struct or "text" not in struct or "label" not in struct:
+                raise SourceError(f"{origin}: row {item_id}: choices lack text/label lists")
+            labels = [str(lab).strip() for lab in struct["label"]]
+            choices.append(list(struct["text"]))
+            # The key is matched by position in the row's own label list (A-E or 1-5).
+            key_str = str(key).strip() if key is not None else ""
+            answers.append(labels.index(key_str) if key_str in labels else None)
+        check_answers(ids, answers, [len(c) for c in choices], origin)
+        return item_table(
+            {
+                "id": ids,
+                "source": [self.name] * len(ids),
+                "subject": [None] * len(ids),
+                "question": raw.column("question").to_pylist(),
+                "choices": choices,
+                "answer": answers,
+            }
+        )

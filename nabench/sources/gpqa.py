@@ -1,0 +1,65 @@
+"""GPQA (`Idavidrein/gpqa`, gated): options are the correct + 3 incorrect answers, shuffled
+per item with the recipe seed so every build orders them identically."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from nabench.errors import SourceError
+from nabench.perturb.rng import item_rng
+from nabench.sources._base import Source, item_table, require_columns
+
+ANSWER_COLUMNS = (
+    "Correct Answer",
+    "Incorrect Answer 1",
+    "Incorrect Answer 2",
+    "Incorrect Answer 3",
+)
+
+
+class GPQA(Source):
+    name = "gpqa"
+    hub_id = "Idavidrein/gpqa"
+    default_config = "gpqa_main"
+    # The Hub configs each load as a single split named `train`.
+    splits = ("train",)
+    license = "cc-by-4.0"
+    pretty_name = "GPQA"
+    citation = (
+        "@inproceedings{rein2024gpqa,\n"
+        "  title={GPQA: A Graduate-Level Google-Proof Q\\&A Benchmark},\n"
+        "  author={David Rein and Betty Li Hou and Asa Cooper Stickland and Jackson Petty and "
+        "Richard Yuanzhe Pang and Julien Dirani and Julian Michael and Samuel R. Bowman},\n"
+        "  booktitle={First Conference on Language Modeling},\n  year={2024}\n}"
+    )
+
+    def to_items(
+        self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
+    ) -> pa.Table:
+        require_columns(raw, ("Record ID", "Question", "Subdomain", *ANSWER_COLUMNS), origin)
+        record_ids = raw.column("Record ID").to_pylist()
+        ids = [f"gpqa/{config}/{rid}" for rid in record_ids]
+        answer_cols = [raw.column(c).to_pylist() for c in ANSWER_COLUMNS]
+        choices: list[list[str]] = []
+        answers: list[int] = []
+        for row, item_id in enumerate(ids):
+            texts = []
+            for col_name, col in zip(ANSWER_COLUMNS, answer_cols, strict=True):
+                value = col[row]
+                if value is None:
+                    raise SourceError(f"{origin}: row {item_id}: {col_name!r} is empty")
+                texts.append(str(value).strip())
+            order = list(range(4))
+            item_rng(seed, f"gpqa/{record_ids[row]}", "gpqa_shuffle").shuffle(order)
+            choices.append([texts[i] for i in order])
+            answers.append(order.index(0))
+        return item_table(
+            {
+                "id": ids,
+                "source": [self.name] * len(ids),
+                "subject": raw.column("Subdomain").to_pylist(),
+                "question": raw.column("Question").to_pylist(),
+                "choices": choices,
+                "answer": answers,
+            }
+        )

@@ -1,0 +1,44 @@
+"""MMLU (`cais/mmlu`): 57 subjects, 4 options, integer (ClassLabel) answers."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from nabench.sources._base import Source, check_answers, item_table, require_columns
+
+
+class MMLU(Source):
+    name = "mmlu"
+    hub_id = "cais/mmlu"
+    default_config = "all"
+    splits = ("test", "validation", "dev", "auxiliary_train")
+    license = "mit"
+    pretty_name = "MMLU"
+    citation = (
+        "@inproceedings{hendrycks2021measuring,\n"
+        "  title={Measuring Massive Multitask Language Understanding},\n"
+        "  author={Dan Hendrycks and Collin Burns and Steven Basart and Andy Zou and "
+        "Mantas Mazeika and Dawn Song and Jacob Steinhardt},\n"
+        "  booktitle={International Conference on Learning Representations},\n"
+        "  year={2021}\n}"
+    )
+
+    def to_items(
+        self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
+    ) -> pa.Table:
+        require_columns(raw, ("question", "subject", "choices", "answer"), origin)
+        n = raw.num_rows
+        ids = [f"mmlu/{config}/{split}/{i:05d}" for i in range(n)]
+        choices = raw.column("choices").to_pylist()
+        answers = raw.column("answer").to_pylist()
+        check_answers(ids, answers, [len(c or []) for c in choices], origin)
+        return item_table(
+            {
+                "id": ids,
+                "source": [self.name] * n,
+                "subject": raw.column("subject").to_pylist(),
+                "question": raw.column("question").to_pylist(),
+                "choices": choices,
+                "answer": answers,
+            }
+        )
