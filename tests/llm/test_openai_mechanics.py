@@ -1,0 +1,112 @@
+"""`openai` backend mechanics against a scripted loopback HTTP server: retries with backoff,
+bounded concurrency, JSON-mode fallback, key hygiene. The real openai client is used."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from conftest import ANSWER_SCHEMA, Scripted, chat_body
+
+from nabench.llm import ChatRequest, OpenAIBackend, ResponseCache, free_port, run_cached
+
+SECRET = "sk-test-secret-do-not-print"
+
+
+def _backend(url: str, **kw: Any) -> OpenAIBackend:
+    kw.setdefault("backoff_base_s", 0.01)
+    kw.setdefault("backoff_max_s", 0.05)
+    return OpenAIBackend(model="scripted-model", base_url=url, api_key=SECRET, **kw)
+
+
+def test_retries_503_then_200_are_counted(
+    scripted_server: Callable[..., Scripted], cache: ResponseCache
+) -> None:
+    failures = 3
+
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        if n < failures:
+            return 503, {"error": {"message": "overloaded"}}
+        return 200, chat_body("ok")
+
+    srv = scripted_server(respond)
+    backend = _backend(srv.url, concurrency=1, max_retries=5)
+    comps, stats = run_cached(backend, [ChatRequest.chat("q", max_tokens=4)], cache, progress=False)
+    assert comps[0].error is None and comps[0].text == "ok"
+    assert stats.retries == failures and stats.calls == 1 and stats.errors == 0
+    assert len(srv.posts) == failures + 1
+
+
+def test_429_retried_but_400_is_not(scripted_server: Callable[..., Scripted]) -> None:
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        text = body["messages"][-1]["content"]
+        if text == "bad":
+            return 400, {"error": {"message": "bad request"}}
+        return (429, {"error": {"message": "slow down"}}) if n < 2 else (200, chat_body("ok"))
+
+    srv = scripted_server(respond)
+    backend = _backend(srv.url, concurrency=1, max_retries=4)
+    out = backend.complete([ChatRequest.chat("bad", max_tokens=4)])
+    assert out[0].error is not None and "400" in out[0].error
+    assert backend.counters.retries == 0
+    out = backend.complete([ChatRequest.chat("good", max_tokens=4)])
+    assert out[0].text == "ok" and backend.counters.retries >= 1
+
+
+def test_connection_refused_becomes_error_after_max_retries(cache: ResponseCache) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    backend = _backend(url, max_retries=2)
+    reqs = [ChatRequest.chat(f"q{i}", max_tokens=4) for i in range(3)]
+    comps, stats = run_cached(backend, reqs, cache, progress=False)
+    assert all(c.error and "APIConnectionError" in c.error for c in comps)
+    assert stats.errors == 3 and stats.retries == 3 * 2
+    assert len(cache) == 0  # errors are not cached
+    assert all(SECRET not in (c.error or "") for c in comps)
+    assert SECRET not in repr(backend)
+    # a rerun tries again (nothing was cached)
+    _, stats2 = run_cached(backend, reqs, cache, progress=False)
+    assert stats2.calls == 3 and stats2.cache_hits == 0
+
+
+def test_concurrency_is_bounded_and_used(scripted_server: Callable[..., Scripted]) -> None:
+    srv = scripted_server(
+        lambda p, b, n: (200, chat_body(b["messages"][-1]["content"].upper())), delay_s=0.2
+    )
+    backend = _backend(srv.url, concurrency=4)
+    reqs = [ChatRequest.chat(f"q{i}", max_tokens=4) for i in range(12)]
+    out = backend.complete(reqs)
+    assert [c.text for c in out] == [f"Q{i}" for i in range(12)]  # order kept
+    assert 1 < srv.max_inflight <= 4
+
+
+def test_auto_json_mode_falls_back_to_json_object_on_400(
+    scripted_server: Callable[..., Scripted],
+) -> None:
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return 400, {"error": {"message": "unknown response_format"}}
+        return 200, chat_body('{"answer": "B"}')
+
+    srv = scripted_server(respond)
+    backend = _backend(srv.url, concurrency=1)
+    req = ChatRequest.chat("q", max_tokens=16, json_schema=json.dumps(ANSWER_SCHEMA))
+    out = backend.complete([req, req])
+    assert [c.text for c in out] == ['{"answer": "B"}'] * 2
+    kinds = [p["response_format"]["type"] for p in srv.posts]
+    assert kinds == ["json_schema", "json_object", "json_object"]
+    assert srv.posts[-1]["response_format"]["schema"] == ANSWER_SCHEMA
+    assert backend.json_mode == "json_object"
+
+
+def test_auto_json_mode_reads_owned_by(scripted_server: Callable[..., Scripted]) -> None:
+    srv = scripted_server(lambda p, b, n: (200, chat_body("{}")), owned_by="vllm")
+    backend = _backend(srv.url)
+    backend.complete([ChatRequest.chat("q", max_tokens=8, json_schema="{}")])
+    rf = srv.posts[0]["response_format"]
+    assert rf["type"] == "json_schema" and rf["json_schema"]["schema"] == {}
+
+    srv2 = scripted_server(lambda p, b, n: (200, chat_body("{}")), owned_by="me")
+    backend2 = _backend(srv2.url)
+    backend2.complete([ChatRequest.chat("q", max_tokens=8, json_schema="{}")])
+    assert srv2.posts[0]["response_format"] == {"type": "json_object", "schema": {}}
