@@ -29,7 +29,7 @@ def selfknow() -> None:
         "Map source columns to canonical ones, e.g. "
         "'generated_class=Gen Class,classified_class=Cls Class'. Canonical names: "
         + ", ".join(CANONICAL_COLUMNS)
-        + ". The released Line of Duty layout is detected without it."
+        + ". May be repeated. The released Line of Duty layout is detected without it."
     ),
 )
 @click.option(

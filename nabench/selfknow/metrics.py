@@ -173,6 +173,8 @@ def _parse_class(value: str) -> bool | None:
 def _verdict(class_text: str, reason_text: str, type_text: str, taxonomy: Taxonomy) -> _Verdict:
     reason = taxonomy.find_reason(reason_text)
     reason_norm = normalise_reason(reason_text)
+    reason_key: str | None
+    reason_label: str | None
     if reason is not None:
         reason_key, reason_label = reason.id, reason.name
     elif reason_norm:
@@ -184,6 +186,8 @@ def _verdict(class_text: str, reason_text: str, type_text: str, taxonomy: Taxono
         taxonomy.type_by_id(reason.type_id) if reason is not None else None
     )
     type_norm = normalise_reason(type_text)
+    type_key: str | None
+    type_label: str | None
     if sk_type is not None:
         type_key, type_label, type_known = sk_type.id, sk_type.name, True
     elif type_norm:

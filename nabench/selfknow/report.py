@@ -93,7 +93,7 @@ def _grid(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True))]
     lines.append("  ".join("-" * width for width in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in body]
-    return lines
+    return [line.rstrip() for line in lines]
 
 
 def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
