@@ -89,15 +89,21 @@ def cronbach_alpha(responses: ArrayLike) -> float:
 def kr20_by_group(
     responses: ArrayLike, groups: Sequence[object] | ArrayLike
 ) -> dict[object, float]:
-    """KR-20 of each item group (e.g. MMLU category); ``groups[j]`` labels item j."""
+    """KR-20 of each item group (e.g. MMLU category); ``groups[j]`` labels item j.
+
+    Keys are in order of first appearance.
+    """
     x = _matrix(responses)
     g = np.asarray(groups, dtype=object)
     if g.shape != (x.shape[1],):
-        raise ValueError(f"need one group label per item: {g.shape[0]} labels, {x.shape[1]} items")
-    uniq, inv = np.unique(g, return_inverse=True)
-    n_groups = uniq.size
+        raise ValueError(f"need one group label per item: {g.size} labels, {x.shape[1]} items")
+    # A dict keeps labels as given (None stays None) and hashes instead of sorting objects.
+    index: dict[object, int] = {}
+    inv = np.fromiter((index.setdefault(lab, len(index)) for lab in g), np.intp, count=g.size)
+    uniq = list(index)
+    n_groups = len(uniq)
     if x.shape[0] == 0:
-        return {u: math.nan for u in uniq.tolist()}
+        return dict.fromkeys(uniq, math.nan)
     p = x.mean(axis=0)
     pq = np.bincount(inv, weights=p * (1.0 - p), minlength=n_groups)
     k = np.bincount(inv, minlength=n_groups)
@@ -105,7 +111,7 @@ def kr20_by_group(
     onehot[np.arange(x.shape[1]), inv] = 1.0
     totals = x @ onehot  # models × groups
     vals = _kr20_parts(pq, k, totals.var(axis=0))
-    return {u: float(v) for u, v in zip(uniq.tolist(), vals, strict=True)}
+    return {u: float(v) for u, v in zip(uniq, vals, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,10 @@ def _top_weights(totals: NDArray[np.float64], n_group: int) -> NDArray[np.float6
 
 def discrimination_groups(responses: ArrayLike) -> DiscriminationGroups:
     """Upper/lower 27 % groups of models by total score (see module docstring)."""
-    x = _matrix(responses)
+    return _groups(_matrix(responses))
+
+
+def _groups(x: NDArray[np.float64]) -> DiscriminationGroups:
     if x.shape[0] < 2:
         raise ValueError("discrimination needs at least 2 models")
     totals = np.round(x.sum(axis=1), _TIE_DECIMALS)
@@ -146,7 +155,7 @@ def discrimination_groups(responses: ArrayLike) -> DiscriminationGroups:
 def discrimination_index(responses: ArrayLike) -> NDArray[np.float64]:
     """Per-item D = (U − L) / n_group, in [−1, 1]."""
     x = _matrix(responses)
-    grp = discrimination_groups(x)
+    grp = _groups(x)
     d = (grp.upper - grp.lower) @ x / grp.n_group
     return np.clip(d, -1.0, 1.0)  # clip only float noise; exact D is within bounds
 
