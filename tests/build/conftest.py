@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nabench.build import BuildOptions, BuildResult, build
+from nabench.recipes import load_recipe
+
+
+@pytest.fixture(scope="session")
+def mmlu_build(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> BuildResult:
+    """The full MMLU test build (no labels), shared by the tests that only read it."""
+    out = tmp_path_factory.mktemp("mmlu") / "mmlu-na"
+    return build(
+        load_recipe("mmlu-na"),
+        BuildOptions(source=str(mmlu_dir), out=out, labels="none", progress=False),
+    )
