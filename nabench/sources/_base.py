@@ -49,7 +49,8 @@ def _local_data_files(path: Path, config: str | None, split: str) -> list[Path]:
     import datasets
 
     try:
-        builder = datasets.load_dataset_builder(str(path), config)
+        has_card = (path / "README.md").is_file()
+        builder = datasets.load_dataset_builder(str(path), config if has_card else None)
         files = builder.config.data_files.get(split, []) if builder.config.data_files else []
     except Exception:  # fingerprint is best effort; loading reports real errors
         files = []
@@ -79,7 +80,9 @@ def read_split(
             ds = datasets.load_dataset(builder, data_files=str(path), split="train")
             origin = str(path.resolve())
         elif path.is_dir():
-            ds = datasets.load_dataset(str(path), config, split=split)
+            # A folder without a Hub card has only the `default` config (files named by split).
+            has_card = (path / "README.md").is_file()
+            ds = datasets.load_dataset(str(path), config if has_card else None, split=split)
             origin = str(path.resolve())
         elif (
             location.startswith((".", "/", "~")) or os.sep in location.strip("/").split("/", 1)[-1]
