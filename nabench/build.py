@@ -82,7 +82,12 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     splits = list(options.splits or recipe.source.splits)
     out = options.out or Path("build") / recipe.name
     builders = make_builders(recipe)
-    inserted = tuple(t for b in builders for t in b.inserted_texts)
+    na_texts = tuple(
+        t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts
+    )
+    all_texts = tuple(
+        t for b in builders if b.inserted_reason == "has_all_option" for t in b.inserted_texts
+    )
     label_mode, labels_frame, labeler_info = _resolve_labels(recipe, options)
 
     staged: list[StagedTable] = []
@@ -102,7 +107,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             "rows_used": items.num_rows,
         }
         bar.update()
-        audit = audit_items(items, inserted)
+        audit = audit_items(items, na_texts, all_texts)
         _check_strict(audit.excluded, options.strict)
         eligible, label_cols, label_excluded = _label(audit.eligible, labels_frame, label_mode)
         excluded = pa.concat_tables([audit.excluded, label_excluded])
@@ -119,7 +124,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         bar.update()
     bar.close()
 
-    violations = validate_staged(staged, extra_na_texts=inserted)
+    violations = validate_staged(staged, extra_na_texts=na_texts)
     if violations:
         raise ValidationFailed(_summarise(violations))
     letter_shares = {

@@ -148,5 +148,14 @@ def schema_export(out: Path | None) -> None:
             click.echo(f"wrote {written}")
 
 
+def _register_subcommands() -> None:
+    """Command groups that live beside their library code."""
+    from nabench.selfknow.cli import selfknow
+
+    main.add_command(selfknow)
+
+
+_register_subcommands()
+
 if __name__ == "__main__":
     main()

@@ -17,7 +17,7 @@ _FALSE = {"false", "0", "no", "n", "f"}
 
 
 def read_labels(path: Path) -> pd.DataFrame:
-    """Read a labels file into a frame with `id`, `na_applicable` (True/False/None) and provenance."""
+    """Read a labels file: `id`, `na_applicable` (True/False/None) and provenance columns."""
     if not path.is_file():
         raise NabenchError(f"labels file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
@@ -63,7 +63,7 @@ def _as_bool(value: object) -> bool | None:
 
 @dataclass(frozen=True)
 class LabelSplit:
-    """Eligible items after labels: kept rows, their label columns, and per-reason quarantine masks."""
+    """Eligible items after labels: kept rows, label columns and per-reason quarantine masks."""
 
     kept: pa.Table
     labels: LabelColumns

@@ -17,6 +17,8 @@ class Builder(ABC):
 
     kind: ClassVar[str]
     description: ClassVar[str]
+    # Eligibility reason for items that already hold one of `inserted_texts`.
+    inserted_reason: ClassVar[str] = "has_none_option"
 
     @property
     @abstractmethod
@@ -24,7 +26,7 @@ class Builder(ABC):
 
     @property
     def inserted_texts(self) -> tuple[str, ...]:
-        """Texts this builder inserts (the eligibility audit refuses items that already hold them)."""
+        """Texts this builder inserts (the audit refuses items that already hold them)."""
         return ()
 
     @abstractmethod

@@ -16,6 +16,7 @@ DEFAULT_AOTA_TEXT = "All of the above"
 class AllOfTheAbove(Builder):
     kind = "all_of_the_above"
     description = "'All of the above' appended as a fifth option; key unchanged."
+    inserted_reason = "has_all_option"
     na_text: str = DEFAULT_AOTA_TEXT
     name: str | None = None
 

@@ -15,7 +15,7 @@ ItemId = Annotated[
     Field(
         min_length=3,
         pattern=r"^[a-z0-9_]+(/[A-Za-z0-9_.\-]+)+$",
-        description="Stable, traceable id: <source>/<config>/<split>/<row>, e.g. mmlu/all/test/00123.",
+        description="Stable, traceable id, e.g. mmlu/all/test/00123.",
     ),
 ]
 

@@ -61,8 +61,17 @@ class Audit:
     excluded: pa.Table
 
 
-def audit_items(items: pa.Table, inserted_texts: Iterable[str] = (), n_choices: int = 4) -> Audit:
-    """Split items into eligible and excluded, vectorised over the flattened choices."""
+def audit_items(
+    items: pa.Table,
+    na_texts: Iterable[str] = (),
+    all_texts: Iterable[str] = (),
+    n_choices: int = 4,
+) -> Audit:
+    """Split items into eligible and excluded, vectorised over the flattened choices.
+
+    `na_texts` / `all_texts` are the phrasings the recipe will insert: an item that already
+    holds one of them is quarantined as has_none_option / has_all_option.
+    """
     n = items.num_rows
     choices = items.column("choices").combine_chunks()
     lengths = pc.list_value_length(choices).to_numpy(zero_copy_only=False)
@@ -79,7 +88,10 @@ def audit_items(items: pa.Table, inserted_texts: Iterable[str] = (), n_choices: 
         return np.bincount(parents, weights=values, minlength=n) > 0
 
     normalised = _normalise(flat)
-    inserted = pa.array(sorted({t.strip().lower().rstrip(".!?;: ") for t in inserted_texts}))
+
+    def phrase_set(texts: Iterable[str]) -> pa.Array:
+        return pa.array(sorted({t.strip().lower().rstrip(".!?;: ") for t in texts}), pa.string())
+
     flags = {
         "not_four_choices": lengths != n_choices,
         "empty_choice": any_per_row(pc.equal(stripped, "")),
@@ -91,11 +103,14 @@ def audit_items(items: pa.Table, inserted_texts: Iterable[str] = (), n_choices: 
         "has_none_option": any_per_row(
             pc.or_(
                 pc.match_substring_regex(flat, NONE_OPTION.pattern, ignore_case=True),
-                pc.is_in(normalised, value_set=inserted),
+                pc.is_in(normalised, value_set=phrase_set(na_texts)),
             )
         ),
         "has_all_option": any_per_row(
-            pc.match_substring_regex(flat, ALL_OPTION.pattern, ignore_case=True)
+            pc.or_(
+                pc.match_substring_regex(flat, ALL_OPTION.pattern, ignore_case=True),
+                pc.is_in(normalised, value_set=phrase_set(all_texts)),
+            )
         ),
     }
     return split_by_flags(items, flags)

@@ -54,7 +54,10 @@ def test_each_config_loads_offline_with_datasets(mmlu_build: BuildResult) -> Non
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(
         [sys.executable, "-c", code, str(mmlu_build.out), *NA_CONFIGS],
-        capture_output=True, text=True, env=env, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded == {c: mmlu_build.counts[c]["test"] for c in NA_CONFIGS}
@@ -63,7 +66,8 @@ def test_each_config_loads_offline_with_datasets(mmlu_build: BuildResult) -> Non
 def test_validate_cli_passes_on_the_build(mmlu_build: BuildResult) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "nabench.cli", "validate", str(mmlu_build.out)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert "0 violations" in proc.stdout
@@ -73,11 +77,17 @@ def test_rebuild_is_byte_identical_and_limit_is_a_prefix(
     mmlu_build: BuildResult, mmlu_dir: Path, tmp_path: Path
 ) -> None:
     recipe = load_recipe("mmlu-na")
-    again = build(recipe, BuildOptions(source=str(mmlu_dir), out=tmp_path / "again",
-                                       labels="none", progress=False))
+    again = build(
+        recipe,
+        BuildOptions(source=str(mmlu_dir), out=tmp_path / "again", labels="none", progress=False),
+    )
     assert _hashes(again.out) == _hashes(mmlu_build.out)
-    limited = build(recipe, BuildOptions(source=str(mmlu_dir), out=tmp_path / "lim",
-                                         labels="none", limit=500, progress=False))
+    limited = build(
+        recipe,
+        BuildOptions(
+            source=str(mmlu_dir), out=tmp_path / "lim", labels="none", limit=500, progress=False
+        ),
+    )
     for config in limited.counts:
         small = pq.read_table(limited.out / config / "test-00000-of-00001.parquet").to_pylist()
         full = pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet").to_pylist()
@@ -88,8 +98,10 @@ def test_rebuild_is_byte_identical_and_limit_is_a_prefix(
 
 
 def test_arc_build_keeps_four_choice_items_only(arc_dir: Path, tmp_path: Path) -> None:
-    result = build(load_recipe("arc-na"), BuildOptions(source=str(arc_dir), out=tmp_path / "arc",
-                                                       labels="none", progress=False))
+    result = build(
+        load_recipe("arc-na"),
+        BuildOptions(source=str(arc_dir), out=tmp_path / "arc", labels="none", progress=False),
+    )
     excluded = pq.read_table(tmp_path / "arc" / "excluded" / "test-00000-of-00001.parquet")
     assert set(excluded.column("reason").to_pylist()) == {"not_four_choices"}
     assert excluded.num_rows == 7
@@ -97,8 +109,12 @@ def test_arc_build_keeps_four_choice_items_only(arc_dir: Path, tmp_path: Path) -
     assert {len(c) for c in original.column("choices").to_pylist()} == {4}
     assert result.counts["original"]["test"] == 1172 - 7
     # Digit-keyed rows survive with the key mapped by position.
-    raw = {r["id"]: r for r in pq.read_table(
-        arc_dir / "ARC-Challenge" / "test-00000-of-00001.parquet").to_pylist()}
+    raw = {
+        r["id"]: r
+        for r in pq.read_table(
+            arc_dir / "ARC-Challenge" / "test-00000-of-00001.parquet"
+        ).to_pylist()
+    }
     keyed = pq.read_table(tmp_path / "arc" / "na_keyed" / "test-00000-of-00001.parquet").to_pylist()
     digit = [r for r in keyed if raw[r["id"].split("/")[-1]]["answerKey"].isdigit()]
     assert len(digit) == 21
@@ -116,8 +132,9 @@ def test_fixture_recipes_build(
     recipe: str, fixture: str, split: str, n: int, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     source = request.getfixturevalue(fixture)
-    result = build(load_recipe(recipe), BuildOptions(source=str(source), out=tmp_path / "o",
-                                                     progress=False))
+    result = build(
+        load_recipe(recipe), BuildOptions(source=str(source), out=tmp_path / "o", progress=False)
+    )
     assert result.counts["original"][split] == n
     assert result.counts["na_keyed"][split] == n
 
@@ -136,8 +153,9 @@ def _write_dev_variant(mmlu_dir: Path, tmp_path: Path, mutate: str) -> Path:
         rows[3]["choices"][2] = ""
     folder = tmp_path / "src" / "all"
     folder.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema),
-                   folder / "test-00000-of-00001.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=table.schema), folder / "test-00000-of-00001.parquet"
+    )
     return tmp_path / "src"
 
 
@@ -146,15 +164,38 @@ def test_malformed_choices_quarantine_or_fail_strict(
     mmlu_dir: Path, tmp_path: Path, mutate: str
 ) -> None:
     src = _write_dev_variant(mmlu_dir, tmp_path, mutate)
-    code, output = _cli("build", "mmlu-na", "--source", str(src), "--labels", "none",
-                        "--out", str(tmp_path / "o"), "--quiet")
+    code, output = _cli(
+        "build",
+        "mmlu-na",
+        "--source",
+        str(src),
+        "--labels",
+        "none",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    )
     assert code == 0, output
     reason = {"duplicate": "duplicate_choices", "empty": "empty_choice"}[mutate]
     excluded = pq.read_table(tmp_path / "o" / "excluded" / "test-00000-of-00001.parquet")
-    assert reason in excluded.column("reasons").to_pylist()[
-        excluded.column("id").to_pylist().index("mmlu/all/test/00003")]
-    code, output = _cli("build", "mmlu-na", "--source", str(src), "--labels", "none",
-                        "--out", str(tmp_path / "o2"), "--quiet", "--strict")
+    assert (
+        reason
+        in excluded.column("reasons").to_pylist()[
+            excluded.column("id").to_pylist().index("mmlu/all/test/00003")
+        ]
+    )
+    code, output = _cli(
+        "build",
+        "mmlu-na",
+        "--source",
+        str(src),
+        "--labels",
+        "none",
+        "--out",
+        str(tmp_path / "o2"),
+        "--quiet",
+        "--strict",
+    )
     assert code != 0
     assert f"mmlu/all/test/00003 is malformed ({reason})" in output
     assert "Traceback" not in output
@@ -167,21 +208,41 @@ def test_corrupt_answer_missing_column_and_recipe_typo_fail_cleanly(
     table = pq.read_table(mmlu_dir / "all" / "dev-00000-of-00001.parquet")
     bad = table.set_column(3, "answer", pa.array([9] * table.num_rows, pa.int64()))
     pq.write_table(bad, tmp_path / "bad_answer.parquet")
-    code, output = _cli("build", "mmlu-na", "--source", str(tmp_path / "bad_answer.parquet"),
-                        "--labels", "none", "--out", str(tmp_path / "o"), "--quiet")
+    code, output = _cli(
+        "build",
+        "mmlu-na",
+        "--source",
+        str(tmp_path / "bad_answer.parquet"),
+        "--labels",
+        "none",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    )
     assert code != 0 and "out of range" in output and "Traceback" not in output
 
     pq.write_table(table.drop(["choices"]), tmp_path / "no_choices.parquet")
-    code, output = _cli("build", "mmlu-na", "--source", str(tmp_path / "no_choices.parquet"),
-                        "--labels", "none", "--out", str(tmp_path / "o"), "--quiet")
+    code, output = _cli(
+        "build",
+        "mmlu-na",
+        "--source",
+        str(tmp_path / "no_choices.parquet"),
+        "--labels",
+        "none",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    )
     assert code != 0 and "missing column(s) 'choices'" in output
 
-    recipe = (Path(__file__).resolve().parents[2] / "nabench" / "recipes" / "mmlu-na.yaml")
+    recipe = Path(__file__).resolve().parents[2] / "nabench" / "recipes" / "mmlu-na.yaml"
     typo = tmp_path / "typo.yaml"
-    typo.write_text(recipe.read_text().replace("na_texts: [None of the above]",
-                                               "na_txts: [None of the above]"))
-    code, output = _cli("build", str(typo), "--source", str(mmlu_dir), "--out",
-                        str(tmp_path / "o"), "--quiet")
+    typo.write_text(
+        recipe.read_text().replace("na_texts: [None of the above]", "na_txts: [None of the above]")
+    )
+    code, output = _cli(
+        "build", str(typo), "--source", str(mmlu_dir), "--out", str(tmp_path / "o"), "--quiet"
+    )
     assert code != 0
     assert "field 'variants.2.na_distractor.na_txts'" in output
     assert not (tmp_path / "o").exists()

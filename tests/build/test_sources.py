@@ -79,9 +79,11 @@ def test_gpqa_order_depends_on_seed_and_record_only(gpqa_dir: Path) -> None:
 
 
 def test_gpqa_local_csv_file(gpqa_dir: Path) -> None:
-    items = get_source("gpqa").load(
-        "train", location=str(gpqa_dir / "gpqa_diamond.csv"), config="gpqa_diamond"
-    ).items
+    items = (
+        get_source("gpqa")
+        .load("train", location=str(gpqa_dir / "gpqa_diamond.csv"), config="gpqa_diamond")
+        .items
+    )
     assert items.num_rows == 5
 
 
@@ -89,7 +91,7 @@ def test_missing_column_is_a_clear_error(tmp_path: Path, mmlu_dir: Path) -> None
     table = pq.read_table(mmlu_dir / "all" / "dev-00000-of-00001.parquet").drop(["answer"])
     path = tmp_path / "broken.parquet"
     pq.write_table(table, path)
-    with pytest.raises(SourceError, match="missing column.*'answer'"):
+    with pytest.raises(SourceError, match=r"missing column.*'answer'"):
         get_source("mmlu").load("test", location=str(path))
 
 
