@@ -53,6 +53,24 @@ class BuildResult:
     warnings: list[str] = field(default_factory=list)
 
 
+# Recipe kind -> "module:function(recipe, options) -> BuildResult".
+PIPELINES: dict[str, str] = {
+    "na": "nabench.build:build",
+    "artifacts": "nabench.build_artifacts:build_artifacts",
+    "selfknow": "nabench.selfknow.pipeline:build_selfknow",
+}
+
+
+def run_recipe(recipe: Any, options: BuildOptions) -> BuildResult:
+    """Build any recipe with the pipeline registered for its kind."""
+    import importlib
+
+    module, name = PIPELINES[recipe.kind].split(":")
+    pipeline = getattr(importlib.import_module(module), name)
+    result: BuildResult = pipeline(recipe, options)
+    return result
+
+
 def make_builders(recipe: Recipe) -> list[Builder]:
     """One builder per output config; every extra NA phrasing gets its own config."""
     out: list[Builder] = []

@@ -77,12 +77,11 @@ def build(
     quiet: bool,
 ) -> None:
     """Build a recipe (shipped name or YAML path) into the Hub repository layout."""
-    from nabench.build import BuildOptions
-    from nabench.build import build as run_build
+    from nabench.build import BuildOptions, run_recipe
     from nabench.recipes import load_recipe
 
     spec = load_recipe(recipe)
-    result = run_build(
+    result = run_recipe(
         spec,
         BuildOptions(
             source=source,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from nabench.errors import RecipeError
-from nabench.schemas.recipe import Recipe, read_recipe_file
+from nabench.schemas.recipe import read_recipe_file
 
 RECIPE_DIR = Path(__file__).parent
 
@@ -40,6 +41,6 @@ def resolve_recipe_path(name_or_path: str) -> Path:
     return shipped[name_or_path]
 
 
-def load_recipe(name_or_path: str) -> Recipe:
-    """A shipped recipe by name, or a user's YAML file by path."""
+def load_recipe(name_or_path: str) -> Any:
+    """A shipped recipe by name, or a user's YAML file by path (model chosen by its `kind`)."""
     return read_recipe_file(resolve_recipe_path(name_or_path))

@@ -115,16 +115,36 @@ def format_validation_error(exc: ValidationError, origin: str) -> str:
     return f"{origin}: invalid recipe: " + "; ".join(parts)
 
 
-def parse_recipe(data: Any, origin: str) -> Recipe:
+# Recipe kinds: `kind` -> "module:Model". Each kind's model lives beside its pipeline.
+RECIPE_MODELS: dict[str, str] = {
+    "na": "nabench.schemas.recipe:Recipe",
+    "artifacts": "nabench.schemas.artifacts_recipe:ArtifactsRecipe",
+    "selfknow": "nabench.selfknow.recipe:SelfKnowRecipe",
+}
+
+
+def recipe_model(kind: str) -> type[BaseModel]:
+    import importlib
+
+    if kind not in RECIPE_MODELS:
+        raise RecipeError(f"unknown recipe kind {kind!r} (known: {', '.join(RECIPE_MODELS)})")
+    module, name = RECIPE_MODELS[kind].split(":")
+    model: type[BaseModel] = getattr(importlib.import_module(module), name)
+    return model
+
+
+def parse_recipe(data: Any, origin: str) -> Any:
+    """Validate a recipe mapping with the model of its `kind` (default `na`)."""
     if not isinstance(data, dict):
         raise RecipeError(f"{origin}: a recipe must be a YAML mapping")
+    model = recipe_model(str(data.get("kind", "na")))
     try:
-        return Recipe.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise RecipeError(format_validation_error(exc, origin)) from None
 
 
-def read_recipe_file(path: Path) -> Recipe:
+def read_recipe_file(path: Path) -> Any:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
