@@ -87,10 +87,8 @@ def apply_labels(items: pa.Table, labels: pd.DataFrame) -> LabelSplit:
     def prov(col: str) -> list[str | None]:
         return [None if pd.isna(v) else str(v) for v in kept_ids.map(indexed[col])]
 
-    label_cols = LabelColumns(
-        na_applicable=[True] * int(keep.sum()),
-        labeler=prov("model"),
-        guideline_version=prov("guideline_version"),
+    label_cols = LabelColumns.from_lists(
+        [True] * int(keep.sum()), prov("model"), prov("guideline_version")
     )
     return LabelSplit(
         kept=kept,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from nabench.perturb._base import Builder
-from nabench.perturb._columns import ItemColumns, perturbed_table
+from nabench.perturb._columns import ItemColumns, append_to_lists, perturbed_table
 
 DEFAULT_AOTA_TEXT = "All of the above"
 
@@ -29,11 +29,10 @@ class AllOfTheAbove(Builder):
         return (self.na_text,)
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
-        choices = [[*c, self.na_text] for c in items.choices]
         return perturbed_table(
             items,
             variant=self.kind,
-            choices=choices,
+            choices=append_to_lists(items.choices, self.na_text),
             answer=items.answer,
             replaced_index=None,
             na_text=self.na_text,

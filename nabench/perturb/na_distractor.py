@@ -1,24 +1,27 @@
-"""`na_distractor`: one distractor, drawn by the per-item RNG, is replaced by the NA text."""
+"""`na_distractor`: one distractor, drawn per item from (seed, id), is replaced by the NA text."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from nabench.perturb._base import Builder
-from nabench.perturb._columns import ItemColumns, perturbed_table
+from nabench.perturb._columns import ItemColumns, perturbed_table, replace_at
 from nabench.perturb.na_keyed import DEFAULT_NA_TEXT
-from nabench.perturb.rng import item_rng
+from nabench.perturb.rng import item_choice_index
 
 
-def distractor_indices(items: ItemColumns, seed: int) -> list[int]:
-    """The replaced index per item; independent of the NA phrasing so phrasings are comparable."""
-    out = []
-    for item_id, c, a in zip(items.ids, items.choices, items.answer.tolist(), strict=True):
-        candidates = [i for i in range(len(c)) if i != a]
-        out.append(item_rng(seed, item_id, "na_distractor").choice(candidates))
-    return out
+def distractor_indices(items: ItemColumns, seed: int) -> np.ndarray:
+    """The replaced index per item: uniform over the non-gold options, independent of the
+    NA phrasing (so phrasing configs differ only in the text)."""
+    lengths = pc.list_value_length(items.choices).to_numpy(zero_copy_only=False).astype(np.int64)
+    draw = item_choice_index(seed, items.ids, "na_distractor", lengths - 1)
+    answer = items.answer
+    # Index among the distractors -> index among all options (skip the gold one).
+    return draw + (draw >= answer)
 
 
 @dataclass(frozen=True)
@@ -38,14 +41,10 @@ class NADistractor(Builder):
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         replaced = distractor_indices(items, seed)
-        choices = [
-            [*c[:r], self.na_text, *c[r + 1 :]]
-            for c, r in zip(items.choices, replaced, strict=True)
-        ]
         return perturbed_table(
             items,
             variant=self.kind,
-            choices=choices,
+            choices=replace_at(items.choices, replaced, self.na_text),
             answer=items.answer,
             replaced_index=replaced,
             na_text=self.na_text,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from nabench.perturb._base import Builder, slug
-from nabench.perturb._columns import ItemColumns, perturbed_table
+from nabench.perturb._columns import ItemColumns, perturbed_table, replace_at
 
 DEFAULT_NA_TEXT = "None of the above"
 
@@ -28,15 +28,12 @@ class NAKeyed(Builder):
         return (self.na_text,)
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
-        answers = items.answer.tolist()
-        choices = [
-            [*c[:a], self.na_text, *c[a + 1 :]] for c, a in zip(items.choices, answers, strict=True)
-        ]
+        answers = items.answer
         return perturbed_table(
             items,
             variant=self.kind,
-            choices=choices,
-            answer=items.answer,
+            choices=replace_at(items.choices, answers, self.na_text),
+            answer=answers,
             replaced_index=answers,
             na_text=self.na_text,
             seed=seed,

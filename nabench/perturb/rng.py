@@ -3,9 +3,27 @@ global RNG, so removing or reordering items never changes another item's output.
 
 from __future__ import annotations
 
+import hashlib
 import random
+from collections.abc import Sequence
+
+import numpy as np
 
 
 def item_rng(seed: int, item_id: str, purpose: str) -> random.Random:
-    """A fresh RNG for one item and one purpose (e.g. `na_distractor`, `gpqa_shuffle`)."""
+    """A fresh RNG for one item and one purpose (e.g. `gpqa_shuffle`)."""
     return random.Random(f"{seed}:{purpose}:{item_id}")
+
+
+def item_hashes(seed: int, ids: Sequence[str], purpose: str) -> np.ndarray:
+    """One uniform 64-bit draw per item from blake2b(seed:purpose:id) — the cheap per-item
+    equivalent of `item_rng(...).getrandbits(64)` for columnar builders."""
+    digests = b"".join(
+        hashlib.blake2b(f"{seed}:{purpose}:{i}".encode(), digest_size=8).digest() for i in ids
+    )
+    return np.frombuffer(digests, dtype=">u8").astype(np.uint64)
+
+
+def item_choice_index(seed: int, ids: Sequence[str], purpose: str, k: np.ndarray) -> np.ndarray:
+    """Per item, a uniform index in [0, k_i)."""
+    return (item_hashes(seed, ids, purpose) % k.astype(np.uint64)).astype(np.int64)

@@ -42,21 +42,6 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _local_data_files(path: Path, config: str | None, split: str) -> list[Path]:
-    """Files `datasets` would read for this split (for the fingerprint)."""
-    if path.is_file():
-        return [path]
-    import datasets
-
-    try:
-        has_card = (path / "README.md").is_file()
-        builder = datasets.load_dataset_builder(str(path), config if has_card else None)
-        files = builder.config.data_files.get(split, []) if builder.config.data_files else []
-    except Exception:  # fingerprint is best effort; loading reports real errors
-        files = []
-    return [Path(str(f)) for f in files]
-
-
 def read_split(
     location: str,
     config: str | None,
@@ -71,28 +56,28 @@ def read_split(
     import datasets
 
     path = Path(location).expanduser()
-    files: dict[str, str] = {}
+    data_files: list[Path] = []
     try:
         if path.is_file():
-            builder = _FILE_BUILDERS.get(path.suffix.lower())
-            if builder is None:
+            builder_name = _FILE_BUILDERS.get(path.suffix.lower())
+            if builder_name is None:
                 raise SourceError(f"{path}: unsupported file type {path.suffix!r}")
-            ds = datasets.load_dataset(builder, data_files=str(path), split="train")
-            origin = str(path.resolve())
+            ds = datasets.load_dataset(builder_name, data_files=str(path), split="train")
+            data_files = [path]
         elif path.is_dir():
             # A folder without a Hub card has only the `default` config (files named by split).
             has_card = (path / "README.md").is_file()
-            ds = datasets.load_dataset(str(path), config if has_card else None, split=split)
-            origin = str(path.resolve())
-        elif (
-            location.startswith((".", "/", "~")) or os.sep in location.strip("/").split("/", 1)[-1]
-        ):
+            builder = datasets.load_dataset_builder(str(path), config if has_card else None)
+            builder.download_and_prepare()
+            ds = builder.as_dataset(split=split)
+            resolved = builder.config.data_files or {}
+            data_files = [Path(str(f)) for f in resolved.get(split, [])]
+        elif location.startswith((".", "/", "~")) or location.count("/") != 1:
             raise SourceError(f"source path {location!r} does not exist")
         else:
             ds = datasets.load_dataset(
                 location, config, split=split, revision=revision, token=os.environ.get("HF_TOKEN")
             )
-            origin = f"hf://datasets/{location}" + (f"@{revision}" if revision else "")
     except SourceError:
         raise
     except ValueError as exc:  # datasets raises ValueError for unknown configs / splits
@@ -102,15 +87,15 @@ def read_split(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SourceError(f"cannot load {location!r} ({type(exc).__name__}): {first}") from exc
     if path.exists():
-        for f in _local_data_files(path, config, split):
-            if f.is_file():
-                files[
-                    f.name if path.is_file() else str(f.resolve().relative_to(path.resolve()))
-                ] = _sha256(f)
+        origin = str(path.resolve())
+        root = path.resolve() if path.is_dir() else path.resolve().parent
+        files = {str(f.resolve().relative_to(root)): _sha256(f) for f in data_files if f.is_file()}
         fingerprint = hashlib.sha256(
             "".join(f"{k}:{v}\n" for k, v in sorted(files.items())).encode()
         ).hexdigest()
     else:
+        origin = f"hf://datasets/{location}" + (f"@{revision}" if revision else "")
+        files = {}
         fingerprint = f"{revision or 'main'}:{ds._fingerprint}"
     return ds.data.table.combine_chunks(), origin, fingerprint, files
 
@@ -166,12 +151,18 @@ class Source(ABC):
         """Map the source's own columns onto canonical items."""
 
 
-def check_answers(
-    ids: list[str], answers: list[int | None], n_choices: list[int], origin: str
-) -> None:
+def check_answers(ids: list[str], answers: pa.Array, choices: pa.Array, origin: str) -> None:
     """Answers must point at an existing choice: a corrupt key is an error, not a quarantine."""
-    for item_id, ans, n in zip(ids, answers, n_choices, strict=True):
-        if ans is None or not 0 <= ans < n:
-            raise SourceError(
-                f"{origin}: row {item_id}: answer {ans!r} is out of range for {n} choices"
-            )
+    import numpy as np
+    import pyarrow.compute as pc
+
+    lengths = pc.list_value_length(choices).fill_null(0).to_numpy(zero_copy_only=False)
+    values = pc.fill_null(answers.cast(pa.int64()), -1).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero((values < 0) | (values >= lengths))
+    if len(bad):
+        i = int(bad[0])
+        shown = answers[i].as_py()
+        raise SourceError(
+            f"{origin}: row {ids[i]}: answer {shown!r} is out of range for {lengths[i]} choices"
+            + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
+        )

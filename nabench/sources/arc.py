@@ -42,7 +42,7 @@ class ARCChallenge(Source):
             # The key is matched by position in the row's own label list (A-E or 1-5).
             key_str = str(key).strip() if key is not None else ""
             answers.append(labels.index(key_str) if key_str in labels else None)
-        check_answers(ids, answers, [len(c) for c in choices], origin)
+        check_answers(ids, pa.array(answers, pa.int64()), pa.array(choices), origin)
         return item_table(
             {
                 "id": ids,

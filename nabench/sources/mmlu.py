@@ -29,15 +29,15 @@ class MMLU(Source):
         require_columns(raw, ("question", "subject", "choices", "answer"), origin)
         n = raw.num_rows
         ids = [f"mmlu/{config}/{split}/{i:05d}" for i in range(n)]
-        choices = raw.column("choices").to_pylist()
-        answers = raw.column("answer").to_pylist()
-        check_answers(ids, answers, [len(c or []) for c in choices], origin)
+        choices = raw.column("choices").combine_chunks()
+        answers = raw.column("answer").combine_chunks()
+        check_answers(ids, answers, choices, origin)
         return item_table(
             {
                 "id": ids,
                 "source": [self.name] * n,
-                "subject": raw.column("subject").to_pylist(),
-                "question": raw.column("question").to_pylist(),
+                "subject": raw.column("subject"),
+                "question": raw.column("question"),
                 "choices": choices,
                 "answer": answers,
             }

@@ -62,6 +62,20 @@ def write_parquet(table: pa.Table, path: Path) -> None:
     )
 
 
+def _write_tables(root: Path, tables: list[StagedTable]) -> dict[str, str]:
+    """Write every parquet file, in threads (Arrow's writer releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write_one(st: StagedTable) -> tuple[str, str]:
+        target = root / st.relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_parquet(st.table, target)
+        return st.relpath, sha256_file(target)
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return dict(pool.map(write_one, tables))
+
+
 def hub_metadata(tables: list[StagedTable]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """`configs` and `dataset_info` front-matter entries, built from the same tables."""
     configs: dict[str, list[dict[str, str]]] = {}
@@ -101,12 +115,7 @@ def stage(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     tmp.chmod(0o755)  # mkdtemp makes 0700; a published tree is world-readable
     try:
-        hashes: dict[str, str] = {}
-        for st in tables:
-            target = tmp / st.relpath
-            target.parent.mkdir(parents=True, exist_ok=True)
-            write_parquet(st.table, target)
-            hashes[st.relpath] = sha256_file(target)
+        hashes = _write_tables(tmp, tables)
         configs, infos = hub_metadata(tables)
         (tmp / "README.md").write_text(render_readme(configs, infos), encoding="utf-8")
         hashes["README.md"] = sha256_file(tmp / "README.md")

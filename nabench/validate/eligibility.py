@@ -8,11 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from nabench.schemas.tables import EXCLUDED_ARROW
+from nabench.validate.invariants import _Lists
 
 # Order matters: the first reason that applies is the primary `reason`.
 REASONS = (
@@ -95,11 +95,7 @@ def audit_items(
     flags = {
         "not_four_choices": lengths != n_choices,
         "empty_choice": any_per_row(pc.equal(stripped, "")),
-        "duplicate_choices": any_per_row(
-            pd.DataFrame({"p": parents, "c": stripped.to_numpy(zero_copy_only=False)})
-            .duplicated()
-            .to_numpy()
-        ),
+        "duplicate_choices": _Lists.of(choices).has_duplicates(stripped),
         "has_none_option": any_per_row(
             pc.or_(
                 pc.match_substring_regex(flat, NONE_OPTION.pattern, ignore_case=True),
