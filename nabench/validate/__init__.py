@@ -44,6 +44,8 @@ def read_rows(path: Path) -> pa.Table:
 
 def table_kind(table: pa.Table) -> str:
     names = set(table.column_names)
+    if "prompt_type" in names:
+        return "artifact"
     if "variant" in names:
         return "perturbed_item"
     if "reason" in names:
@@ -72,6 +74,13 @@ def validate_table(table: pa.Table, where: str, report: ValidationReport) -> Non
     report.files += 1
     report.rows += table.num_rows
     if kind == "labels":
+        return
+    if kind == "artifact":
+        from nabench.validate.artifacts import check_artifacts, prompt_type_counts
+
+        report.violations.extend(check_artifacts(table, where))
+        types = " ".join(f"{k}={v}" for k, v in prompt_type_counts(table).items())
+        report.notes.append(f"{where}: {table.num_rows} rows, prompt types {types}")
         return
     schema_violations = check_schema(table, kind, where)
     report.violations.extend(schema_violations)

@@ -1,0 +1,322 @@
+"""The artifact-suite pipeline: source -> eligibility audit -> few-shot plan -> prompt configs
+-> validate -> stage (the same Hub layout, card and manifest as the NA pipeline)."""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from nabench import __version__
+from nabench.build import DATA_DEFECTS, BuildOptions, BuildResult
+from nabench.cards import render_card, size_category
+from nabench.errors import NabenchError, ValidationFailed
+from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
+from nabench.schemas.artifacts_recipe import ArtifactsRecipe
+from nabench.sources import LoadedSplit, Source, get_source
+from nabench.stage.hub_layout import StagedTable, stage
+from nabench.validate.artifacts import check_artifacts
+from nabench.validate.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
+from nabench.validate.invariants import Violation, check_schema
+
+# Eligibility reasons that make an item unusable for the artifact prompts. Items that already
+# hold "None/All of the above" are fine here (nothing is inserted), so those reasons of the
+# shared audit are dropped.
+ARTIFACT_REASONS = ("not_four_choices", "empty_choice", "duplicate_choices")
+# Few-shot pool items only need a well-formed option block: duplicate options are kept (the
+# standard MMLU 5-shot uses dev/00092, whose options 0 and 2 are equal).
+POOL_REASONS = ("not_four_choices", "empty_choice")
+FEWSHOT_CONFIG = "fewshot"
+EXCLUDED_CONFIG = "excluded"
+NON_PROMPT_CONFIGS = (FEWSHOT_CONFIG, EXCLUDED_CONFIG)
+ARTIFACTS_CITATION = (
+    "@inproceedings{balepur2024artifacts,\n"
+    "  title={Artifacts or Abduction: How Do {LLM}s Answer Multiple-Choice Questions "
+    "Without the Question?},\n"
+    "  author={Nishant Balepur and Abhilasha Ravichander and Rachel Rudinger},\n"
+    "  booktitle={Proceedings of the 62nd Annual Meeting of the Association for "
+    "Computational Linguistics (Volume 1: Long Papers)},\n  year={2024}\n}"
+)
+
+
+def audit_for_artifacts(items: pa.Table, reasons: Sequence[str] = ARTIFACT_REASONS) -> Audit:
+    """The shared eligibility audit (no inserted texts), keeping only `reasons`."""
+    audit = audit_items(items)
+    ids = np.array(items.column("id").to_pylist(), dtype=object)
+    excluded_ids = audit.excluded.column("id").to_pylist()
+    found = audit.excluded.column("reasons").to_pylist()
+    flags = {
+        reason: np.isin(ids, [i for i, rs in zip(excluded_ids, found, strict=True) if reason in rs])
+        for reason in reasons
+    }
+    return split_by_flags(items, flags)
+
+
+def record_key(item_id: str) -> str:
+    """The source record behind an item id (last path segment: the GPQA Record ID)."""
+    return item_id.rsplit("/", 1)[-1]
+
+
+def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResult:
+    """Build every prompt config of an `artifacts` recipe and stage it in `options.out`."""
+    source = get_source(recipe.source.dataset)
+    seed = recipe.seed if options.seed is None else options.seed
+    splits = list(options.splits or recipe.source.splits)
+    out = options.out or Path("build") / recipe.name
+    fs = recipe.fewshot
+    pool_config = fs.config or recipe.source.config
+    if pool_config == recipe.source.config and fs.split in splits:
+        raise NabenchError(f"few-shot split {fs.split!r} is also an evaluated split")
+    location = options.source or recipe.source.hub_id
+
+    loaded = {
+        split: _load(source, recipe, location, split, recipe.source.config, seed)
+        for split in splits
+    }
+    pool_loaded = _load(source, recipe, location, fs.split, pool_config, seed)
+    pool_audit = audit_for_artifacts(pool_loaded.items, POOL_REASONS)
+    pool = pool_audit.eligible
+    removed_overlap = 0
+    if fs.exclude_eval_records:
+        evaluated = {
+            record_key(i) for ls in loaded.values() for i in ls.items.column("id").to_pylist()
+        }
+        keep = [record_key(i) not in evaluated for i in pool.column("id").to_pylist()]
+        removed_overlap = pool.num_rows - sum(keep)
+        pool = pool.filter(pa.array(keep, pa.bool_()))
+    pool_items = Items.from_table(pool)
+
+    staged: list[StagedTable] = []
+    excluded_tables: list[pa.Table] = []
+    sources_meta: dict[str, Any] = {}
+    used_pool_rows: set[int] = set()
+    groups: dict[str, int] = {}
+    for split in splits:
+        ls = loaded[split]
+        items = ls.items if options.limit is None else ls.items.slice(0, options.limit)
+        sources_meta[split] = {
+            "origin": ls.origin,
+            "fingerprint": ls.fingerprint,
+            "files": ls.files,
+            "rows_read": ls.items.num_rows,
+            "rows_used": items.num_rows,
+        }
+        audit = audit_for_artifacts(items)
+        _check_strict(audit.excluded, options.strict)
+        excluded_tables.append(audit.excluded)
+        test_items = Items.from_table(audit.eligible)
+        plan = plan_fewshot(
+            test_items, pool_items, protocol=fs.protocol, k=fs.k, seed=seed, dataset=source.name
+        )
+        groups[split] = len(plan.keys)
+        for rows in plan.rows:
+            used_pool_rows.update(rows)
+        for name in recipe.prompt_types:
+            table = PROMPT_TYPES[name].build(test_items, pool_items, plan, seed)
+            staged.append(StagedTable(name, split, table))
+        staged.append(StagedTable(EXCLUDED_CONFIG, split, audit.excluded))
+    used = pool.take(pa.array(sorted(used_pool_rows), pa.int64()))
+    staged.append(StagedTable(FEWSHOT_CONFIG, fs.split, used))
+
+    violations = validate_artifact_staged(staged, k=fs.k, pool=pool)
+    if violations:
+        raise ValidationFailed(_summarise(violations))
+
+    exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
+    counts: dict[str, dict[str, int]] = {}
+    for st in staged:
+        counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+    manifest = {
+        "nabench_version": __version__,
+        "python": platform.python_version(),
+        "kind": "artifacts",
+        "recipe": recipe.model_dump(mode="json"),
+        "seed": seed,
+        "splits": splits,
+        "limit": options.limit,
+        "source": {
+            "dataset": source.name,
+            "location": location or source.hub_id,
+            "config": recipe.source.config or source.default_config,
+            "revision": recipe.source.revision,
+            "splits": sources_meta,
+        },
+        "fewshot": {
+            "protocol": fs.protocol,
+            "k": fs.k,
+            "split": fs.split,
+            "config": pool_config or source.default_config,
+            "note": fs.note,
+            "seeding": f'item_rng(seed, "{source.name}/<subject>", "fewshot" | "prior_fewshot")',
+            "pool_origin": pool_loaded.origin,
+            "pool_fingerprint": pool_loaded.fingerprint,
+            "pool_rows_read": pool_loaded.items.num_rows,
+            "pool_rows_ineligible": pool_audit.excluded.num_rows,
+            "pool_rows_removed_as_evaluated": removed_overlap,
+            "pool_rows_usable": pool.num_rows,
+            "pool_rows_used": used.num_rows,
+            "groups": groups,
+        },
+        "prompt_types": {
+            name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
+            for name in recipe.prompt_types
+        },
+        "counts": counts,
+        "exclusions": exclusions,
+        "validation": {"violations": 0, "rules": "nabench.validate.artifacts"},
+    }
+    stage(out, staged, readme_renderer(manifest, staged), manifest)
+    return BuildResult(out, counts, exclusions, {}, [])
+
+
+def _load(
+    source: Source,
+    recipe: ArtifactsRecipe,
+    location: str | None,
+    split: str,
+    config: str | None,
+    seed: int,
+) -> LoadedSplit:
+    return source.load(
+        split, location=location, config=config, revision=recipe.source.revision, seed=seed
+    )
+
+
+def _check_strict(excluded: pa.Table, strict: bool) -> None:
+    if not strict or excluded.num_rows == 0:
+        return
+    for item_id, reasons in zip(
+        excluded.column("id").to_pylist(), excluded.column("reasons").to_pylist(), strict=True
+    ):
+        bad = [r for r in reasons if r in DATA_DEFECTS]
+        if bad:
+            raise NabenchError(f"--strict: source row {item_id} is malformed ({', '.join(bad)})")
+
+
+def validate_artifact_staged(
+    staged: Sequence[StagedTable], k: int | None = None, pool: pa.Table | None = None
+) -> list[Violation]:
+    """Artifact invariants of every prompt config (few-shot questions searched for when the
+    pool is given) and the canonical schema of the `excluded` / `fewshot` configs."""
+    questions: dict[str, str] | None = None
+    choices: dict[str, list[str]] | None = None
+    if pool is not None:
+        pool_ids = pool.column("id").to_pylist()
+        questions = dict(zip(pool_ids, pool.column("question").to_pylist(), strict=True))
+        choices = dict(zip(pool_ids, pool.column("choices").to_pylist(), strict=True))
+    violations: list[Violation] = []
+    for st in staged:
+        if st.config == EXCLUDED_CONFIG:
+            violations.extend(check_schema(st.table, "excluded_item", st.relpath))
+        elif st.config == FEWSHOT_CONFIG:
+            violations.extend(check_schema(st.table, "item", st.relpath))
+        else:
+            violations.extend(
+                check_artifacts(
+                    st.table, st.relpath, k=k, questions=questions, pool_choices=choices
+                )
+            )
+    return violations
+
+
+def _summarise(violations: Sequence[Violation], cap: int = 20) -> str:
+    lines = [str(v) for v in violations[:cap]]
+    more = len(violations) - cap
+    tail = f"\n... and {more} more" if more > 0 else ""
+    return f"{len(violations)} invariant violation(s):\n" + "\n".join(lines) + tail
+
+
+def last_example(prompt: str) -> str:
+    """The last example of a prompt (for the card; display only)."""
+    return prompt.rsplit("\n\n", 1)[-1]
+
+
+def readme_renderer(
+    manifest: Mapping[str, Any], staged: Sequence[StagedTable]
+) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]:
+    """The README renderer of an artifact build, from its manifest and staged tables (also
+    used by the question-inference pipeline when it adds configs)."""
+    recipe = manifest["recipe"]
+    source = get_source(recipe["source"]["dataset"])
+    counts: dict[str, dict[str, int]] = manifest["counts"]
+    source_id = recipe["source"].get("hub_id") or source.hub_id
+    total = max((sum(c.values()) for c in counts.values()), default=0)
+    examples: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for st in staged:
+        if st.config in NON_PROMPT_CONFIGS or st.config in seen or st.table.num_rows == 0:
+            continue
+        seen.add(st.config)
+        row = st.table.slice(0, 1).to_pylist()[0]
+        examples.append(
+            {
+                "config": st.config,
+                "id": row["id"],
+                "target": json.dumps(row["target"]),
+                "stop": json.dumps(row["stop"]),
+                "text": last_example(row["prompt"]),
+            }
+        )
+    fs = manifest["fewshot"]
+    qi = manifest.get("question_inference")
+
+    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
+        metadata = {
+            "license": source.license,
+            "language": [source.language],
+            "pretty_name": f"{source.pretty_name} (nabench {recipe['name']})",
+            "task_categories": ["multiple-choice", "question-answering"],
+            "task_ids": ["multiple-choice-qa"],
+            "size_categories": [size_category(total)],
+            "source_datasets": [source_id],
+            "tags": ["nabench", "mcqa-artifacts", "choices-only", "memorization", source.name],
+            "configs": configs,
+            "dataset_info": infos,
+        }
+        prompt_types = [
+            {
+                "config": name,
+                "stop": json.dumps(meta["stop"]),
+                "description": meta["description"],
+                "rows": ", ".join(f"{s}: {n}" for s, n in counts.get(name, {}).items()),
+            }
+            for name, meta in manifest["prompt_types"].items()
+        ]
+        context = {
+            "pretty_name": metadata["pretty_name"],
+            "summary": recipe.get("description") or f"Artifact probes of {source.pretty_name}.",
+            "nabench_version": manifest["nabench_version"],
+            "recipe_name": recipe["name"],
+            "recipe_version": recipe["version"],
+            "seed": manifest["seed"],
+            "source_id": source_id,
+            "source_config": manifest["source"]["config"] or "default",
+            "source_fingerprint": ", ".join(
+                f"{s}: {m['fingerprint'][:16]}" for s, m in manifest["source"]["splits"].items()
+            ),
+            "license": source.license,
+            "counts": [
+                {"config": c, "split": s, "rows": n}
+                for c, d in counts.items()
+                for s, n in d.items()
+            ],
+            "prompt_types": prompt_types,
+            "fewshot": fs,
+            "exclusions": manifest["exclusions"]["by_reason"],
+            "excluded_total": manifest["exclusions"]["total"],
+            "examples": examples,
+            "question_inference": qi,
+            "repo_id": recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}",
+            "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
+            "example_split": next(iter(manifest["splits"])),
+            "citation": source.citation,
+            "artifacts_citation": ARTIFACTS_CITATION,
+        }
+        return render_card(template="artifacts_card.md.jinja", metadata=metadata, context=context)
+
+    return render

@@ -1,0 +1,488 @@
+"""Invariants of artifact prompt tables (choices-only, memorization, individual prior,
+question inference), plus their pandera schema.
+
+The layouts are re-implemented here with plain f-strings, independently of the builders in
+`nabench.perturb.artifacts`, so a builder bug cannot hide behind its own helper. Rules work on
+whole columns (Arrow compute, numpy, list comprehensions) and name row, id and rule:
+
+* `stop`: the stop string of the prompt type.
+* `target`: the gold letter of `answer`; ``True``/``False`` by `choice_index == answer`
+  (individual prior); null for `qi_step1` (the model writes a question).
+* `test_example`: the prompt ends with the test example rebuilt from the row's own fields,
+  which ends with ``Answer:`` (``Question:`` for `qi_step1`) — so the gold letter is never
+  revealed in the test example (`gold_not_revealed` names that failure on its own).
+* `fewshot_blocks`: the text before the test example is empty or k few-shot examples, each
+  starting with the type's first label and ending with its answer line and a blank line;
+  k equals `len(fewshot_ids)`, and (`fewshot_k`) every row of the table has the same k (or the
+  k the caller expects).
+* `fewshot_not_self`: an item is never its own few-shot example.
+* `no_question_text` (question-free types `choices_only`, `prior_choice`): no ``Question:``
+  label anywhere, and the item's question text does not occur in the prompt. Questions
+  shorter than `MIN_QUESTION_CHARS` (20) characters after stripping are not searched for:
+  MMLU has questions such as "Inflation", "Keynes" or "Real GDP" that legitimately occur inside
+  option texts. A question that occurs inside one of the prompt's option texts (MMLU has a
+  truncated question that is a fragment of its own options; "The infraorbital nerve" is a
+  test question and a few-shot option) is not a leak either. The option texts are the item's
+  own plus, with `pool_choices`, the few-shot items' true options, else the option lines the
+  prompt shows. With `questions` (id -> question, e.g. the few-shot pool) the few-shot items'
+  questions are searched for too; `nabench validate` on a folder has only the test items'.
+* `mem_gold_lines_equal`: every option line of a `mem_gold_choices` test example shows the
+  gold text.
+* `prior_one_true`: an item's individual-prior rows cover each option once, one True.
+* `inserted_question`: step-2 rows show a non-empty inserted question; `qi_random_question`
+  rows show another item's question (`inserted_from` != `item_id`).
+* `inferred_question`: in step-1 outputs, the inferred question is the completion's text
+  before ``Answer:``, stripped (null without ``Answer:``).
+* `ids_unique`, `id_format` (`<item_id>#<choice_index>` for individual prior, else the item id).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from nabench.validate.invariants import Violation
+
+if TYPE_CHECKING:
+    import pandera.pandas as pdx
+
+MIN_QUESTION_CHARS = 20
+_OPTION_LINE = re.compile(r"^(?:\([A-J]\)|Choice:) ([^\n]*)$", re.MULTILINE)
+LETTERS = "ABCDEFGHIJ"
+
+
+def _opts(choices: Sequence[str]) -> str:
+    return "".join(f"({LETTERS[i]}) {c}\n" for i, c in enumerate(choices))
+
+
+def _full(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Question: {q}\nChoices:\n{_opts(choices)}Answer:"
+
+
+def _choices_only(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Choices:\n{_opts(choices)}Answer:"
+
+
+def _mem_no(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Question: {q}\nAnswer:"
+
+
+def _mem_gold(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Question: {q}\nChoices:\n{_opts([choices[answer]] * len(choices))}Answer:"
+
+
+def _mem_empty(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Question: {q}\nChoices:\n{_opts([''] * len(choices))}Answer:"
+
+
+def _prior(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Choice: {choices[ci]}\nAnswer:"
+
+
+def _prior_q(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Question: {q}\nChoice: {choices[ci]}\nAnswer:"
+
+
+def _qi1(q: str, choices: Sequence[str], answer: int, ci: int) -> str:
+    return f"Choices:\n{_opts(choices)}Question:"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a prompt type must look like (independent of the builder code)."""
+
+    stop: str
+    target: str  # "letter", "bool" or "none"
+    first_label: str  # every example (few-shot and test) starts with it
+    example_end: str  # regex matching the end of one few-shot example + the separator
+    test: Callable[[str, Sequence[str], int, int], str]
+    question_free: bool = False
+    per_choice: bool = False
+    inserted: bool = False  # the test example shows `inserted_question`
+
+
+_LETTER_END = r"\nAnswer: \([A-J]\)\n\n"
+_BOOL_END = r"\nAnswer: (True|False)\n\n"
+
+LAYOUTS: dict[str, Layout] = {
+    "full": Layout("\nQuestion:", "letter", "Question: ", _LETTER_END, _full),
+    "choices_only": Layout(
+        "\nChoices:", "letter", "Choices:\n", _LETTER_END, _choices_only, question_free=True
+    ),
+    "mem_no_choices": Layout("\nQuestion:", "letter", "Question: ", _LETTER_END, _mem_no),
+    "mem_gold_choices": Layout("\nQuestion:", "letter", "Question: ", _LETTER_END, _mem_gold),
+    "mem_empty_choices": Layout("\nQuestion:", "letter", "Question: ", _LETTER_END, _mem_empty),
+    "prior_choice": Layout(
+        "\nChoice:", "bool", "Choice: ", _BOOL_END, _prior, question_free=True, per_choice=True
+    ),
+    "prior_choice_with_question": Layout(
+        "\nQuestion:", "bool", "Question: ", _BOOL_END, _prior_q, per_choice=True
+    ),
+    "qi_step1": Layout("\nChoices:", "none", "Choices:\n", _LETTER_END, _qi1),
+    "qi_step2": Layout("\nQuestion:", "letter", "Question: ", _LETTER_END, _full, inserted=True),
+    "qi_random_question": Layout(
+        "\nQuestion:", "letter", "Question: ", _LETTER_END, _full, inserted=True
+    ),
+}
+OPTIONAL_COLUMNS = {
+    "inserted_question": str,  # qi_step2 / qi_random_question
+    "inserted_from": str,
+    "completion": str,  # qi_step1_outputs
+    "finish_reason": str,
+    "inferred_question": str,
+    "model_id": str,
+    "error": str,
+}
+
+
+@cache
+def artifact_schema() -> pdx.DataFrameSchema:
+    """pandera schema of an artifact table (the `prompt` column is checked in Arrow)."""
+    import pandera.pandas as pdx
+
+    targets = [*LETTERS, "True", "False"]
+    cols: dict[str, Any] = {
+        "id": pdx.Column(str, unique=True, nullable=False),
+        "item_id": pdx.Column(str, nullable=False),
+        "prompt_type": pdx.Column(str, pdx.Check.isin(list(LAYOUTS)), nullable=False),
+        "target": pdx.Column(str, pdx.Check.isin(targets), nullable=True),
+        "stop": pdx.Column(str, pdx.Check.isin(sorted({v.stop for v in LAYOUTS.values()}))),
+        "fewshot_ids": pdx.Column(object, nullable=False),
+        "choice_index": pdx.Column("Int64", pdx.Check.ge(0), nullable=True),
+        "source": pdx.Column(str, nullable=False),
+        "subject": pdx.Column(str, nullable=True),
+        "question": pdx.Column(str, nullable=False),
+        "choices": pdx.Column(object, nullable=False),
+        "answer": pdx.Column("int64", pdx.Check.ge(0), nullable=False),
+        "seed": pdx.Column("int64", nullable=False),
+    }
+    for name, dtype in OPTIONAL_COLUMNS.items():
+        cols[name] = pdx.Column(dtype, nullable=True, required=False)
+    return pdx.DataFrameSchema(cols, strict=True, coerce=False, name="artifact")
+
+
+def is_artifact_table(table: pa.Table) -> bool:
+    return "prompt_type" in table.column_names
+
+
+def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
+    import pandera.errors as pe
+
+    out: list[Violation] = []
+    ids = table.column("id").to_pylist() if "id" in table.column_names else []
+    if "prompt" not in table.column_names:
+        return [Violation(where, -1, "-", "schema:prompt", "column 'prompt' is missing")]
+    prompt = table.column("prompt")
+    if not (pa.types.is_string(prompt.type) or pa.types.is_large_string(prompt.type)):
+        return [Violation(where, -1, "-", "schema:prompt", f"prompt has type {prompt.type}")]
+    for row in np.flatnonzero(prompt.is_null().to_numpy(zero_copy_only=False)):
+        out.append(Violation(where, int(row), str(ids[row]), "schema:prompt", "prompt is null"))
+
+    def nullable_types(arrow_type: pa.DataType) -> object:
+        return pd.Int64Dtype() if pa.types.is_int64(arrow_type) else None
+
+    frame = table.drop_columns(["prompt"]).to_pandas(types_mapper=nullable_types)
+    if "choice_index" in frame and frame["choice_index"].dtype == object:
+        frame["choice_index"] = frame["choice_index"].astype("Int64")
+    try:
+        artifact_schema().validate(frame, lazy=True)
+    except pe.SchemaErrors as exc:
+        for _, case in exc.failure_cases.head(1000).iterrows():
+            idx = case.get("index")
+            row = int(idx) if isinstance(idx, int | np.integer) else -1
+            item_id = str(ids[row]) if 0 <= row < len(ids) else "-"
+            out.append(
+                Violation(
+                    where,
+                    row,
+                    item_id,
+                    f"schema:{case.get('column')}",
+                    f"{case.get('check')} failed (value {case.get('failure_case')!r})",
+                )
+            )
+    return out
+
+
+def _leaks(question: str, prompt: str, options: Sequence[str]) -> bool:
+    q = question.strip()
+    if len(q) < MIN_QUESTION_CHARS or q not in prompt:
+        return False
+    return not any(q in opt for opt in options)
+
+
+def check_artifacts(
+    table: pa.Table,
+    where: str,
+    *,
+    k: int | None = None,
+    questions: Mapping[str, str] | None = None,
+    pool_choices: Mapping[str, Sequence[str]] | None = None,
+) -> list[Violation]:
+    """Every invariant of an artifact table (see the module docstring).
+
+    `k`: the expected number of few-shot examples (default: all rows agree). `questions` /
+    `pool_choices`: few-shot item id -> question / choices, to search choices-only prompts
+    for the few-shot items' questions as well.
+    """
+    schema = _schema_violations(table, where)
+    if schema:
+        return schema
+    n = table.num_rows
+    if n == 0:
+        return []
+    ids = table.column("id").to_pylist()
+    item_ids = table.column("item_id").to_pylist()
+    ptype = table.column("prompt_type").to_pylist()
+    prompts = table.column("prompt").to_pylist()
+    targets = table.column("target").to_pylist()
+    stops = table.column("stop").to_pylist()
+    ci_raw = table.column("choice_index").to_pylist()
+    questions_col = table.column("question").to_pylist()
+    stripped: dict[str, list[str]] = {}
+    choices = [
+        stripped.get(item) or stripped.setdefault(item, [c.strip() for c in cs])
+        for item, cs in zip(item_ids, table.column("choices").to_pylist(), strict=True)
+    ]
+    answer = table.column("answer").to_numpy().astype(np.int64)
+    names = set(table.column_names)
+    inserted = (
+        table.column("inserted_question").to_pylist()
+        if "inserted_question" in names
+        else [None] * n
+    )
+    layouts = [LAYOUTS[t] for t in ptype]
+    ci = np.array([-1 if v is None else v for v in ci_raw], dtype=np.int64)
+    n_choices = np.array([len(c) for c in choices], dtype=np.int64)
+    per_choice = np.array([lay.per_choice for lay in layouts])
+
+    rules: list[tuple[str, np.ndarray, Callable[[int], str]]] = []
+
+    def rule(name: str, mask: np.ndarray | list[bool], explain: Callable[[int], str]) -> None:
+        rules.append((name, np.asarray(mask, dtype=bool), explain))
+
+    rule(
+        "stop",
+        [s != lay.stop for s, lay in zip(stops, layouts, strict=True)],
+        lambda i: f"stop {stops[i]!r}, expected {layouts[i].stop!r}",
+    )
+    bad_index = per_choice & ((ci < 0) | (ci >= n_choices)) | (~per_choice & (ci != -1))
+    rule("choice_index", bad_index, lambda i: f"choice_index {ci_raw[i]!r} for {ptype[i]}")
+    bad_answer = (answer < 0) | (answer >= n_choices)
+    rule("answer_in_range", bad_answer, lambda i: f"answer {answer[i]} of {n_choices[i]} options")
+    ok = ~bad_index & ~bad_answer
+
+    expected_target: list[str | None] = []
+    for i, lay in enumerate(layouts):
+        if not ok[i] or lay.target == "none":
+            expected_target.append(None)
+        elif lay.target == "bool":
+            expected_target.append("True" if ci[i] == answer[i] else "False")
+        else:
+            expected_target.append(LETTERS[answer[i]])
+    rule(
+        "target",
+        [ok[i] and targets[i] != expected_target[i] for i in range(n)],
+        lambda i: f"target {targets[i]!r}, expected {expected_target[i]!r}",
+    )
+
+    shown_q = [
+        (ins if lay.inserted else q) or ""
+        for q, ins, lay in zip(questions_col, inserted, layouts, strict=True)
+    ]
+    ok_list, answer_list, ci_list = ok.tolist(), answer.tolist(), ci.tolist()
+    tests = [
+        lay.test(q.strip(), cs, a, c) if good else ""
+        for lay, q, cs, a, c, good in zip(
+            layouts, shown_q, choices, answer_list, ci_list, ok_list, strict=True
+        )
+    ]
+    has_test = np.array(
+        [good and p.endswith(t) for p, t, good in zip(prompts, tests, ok_list, strict=True)],
+        dtype=bool,
+    )
+    ends = ["Question:" if lay.target == "none" else "Answer:" for lay in layouts]
+    ends_ok = np.array([p.endswith(e) for p, e in zip(prompts, ends, strict=True)])
+    rule(
+        "gold_not_revealed",
+        ~ends_ok,
+        lambda i: f"prompt must end with {ends[i]!r} (ends {prompts[i][-30:]!r})",
+    )
+    rule(
+        "test_example",
+        ok & ends_ok & ~has_test,
+        lambda i: f"prompt does not end with the {ptype[i]} test example of this row",
+    )
+
+    prefixes = [
+        p[: len(p) - len(t)] if h else "" for p, t, h in zip(prompts, tests, has_test, strict=True)
+    ]
+    prefix_arr = pa.array(prefixes, pa.string())
+    counts = np.zeros(n, dtype=np.int64)
+    for end in {lay.example_end for lay in layouts}:
+        sel = np.array([lay.example_end == end for lay in layouts])
+        found = pc.count_substring_regex(prefix_arr, end).to_numpy(zero_copy_only=False)
+        counts[sel] = found[sel]
+    fewshot_col = table.column("fewshot_ids").combine_chunks()
+    n_fewshot = pc.list_value_length(fewshot_col).fill_null(0).to_numpy(zero_copy_only=False)
+    shape_ok = np.array(
+        [
+            p == "" or (p.startswith(lay.first_label) and p.endswith("\n\n"))
+            for p, lay in zip(prefixes, layouts, strict=True)
+        ]
+    )
+    empty = np.array([p == "" for p in prefixes])
+    rule(
+        "fewshot_blocks",
+        has_test & (~shape_ok | (counts != n_fewshot) | ((n_fewshot == 0) != empty)),
+        lambda i: (
+            f"{counts[i]} few-shot example(s) before the test example, {n_fewshot[i]} fewshot_ids"
+        ),
+    )
+    expected_k = k if k is not None else int(np.bincount(n_fewshot).argmax())
+    rule(
+        "fewshot_k",
+        n_fewshot != expected_k,
+        lambda i: f"{n_fewshot[i]} few-shot examples, expected {expected_k}",
+    )
+    flat_base = pc.replace_substring_regex(pc.list_flatten(fewshot_col), "#[^#]*$", "")
+    owner = pa.array(np.repeat(np.array(item_ids, dtype=object), n_fewshot), pa.string())
+    is_self = pc.equal(flat_base, owner).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(fewshot_col).to_numpy(zero_copy_only=False)
+    rule(
+        "fewshot_not_self",
+        np.bincount(parents, weights=is_self, minlength=n) > 0,
+        lambda i: "the item is one of its own few-shot examples",
+    )
+
+    question_free = np.array([lay.question_free for lay in layouts])
+    free_rows = np.flatnonzero(question_free)
+    fs_base: dict[int, list[str]] = {}
+    if questions is not None or pool_choices is not None:
+        bases = flat_base.to_pylist()
+        offsets = fewshot_col.offsets.to_numpy() - fewshot_col.offsets[0].as_py()
+        fs_base = {int(i): bases[offsets[i] : offsets[i + 1]] for i in free_rows}
+    leak_why: dict[int, str] = {}
+    for i in free_rows:
+        prompt = prompts[i]
+        if "Question:" in prompt:
+            leak_why[i] = "the prompt has a 'Question:' label"
+            continue
+        options = list(choices[i])
+        if pool_choices is not None:
+            for f in fs_base.get(i, ()):
+                options.extend(c.strip() for c in pool_choices.get(f, ()))
+        else:  # the few-shot options as the prompt shows them
+            options.extend(_OPTION_LINE.findall(prompt))
+        if _leaks(questions_col[i], prompt, options):
+            leak_why[i] = "the item's question text occurs in the prompt"
+            continue
+        if questions is not None:
+            for f in fs_base.get(i, ()):
+                fq = questions.get(f)
+                if fq is not None and _leaks(fq, prompt, options):
+                    leak_why[i] = f"few-shot item {f}'s question text occurs in the prompt"
+                    break
+    leak = np.zeros(n, dtype=bool)
+    leak[list(leak_why)] = True
+    rule("no_question_text", leak, lambda i: leak_why[i])
+
+    gold_bad = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(np.array([t == "mem_gold_choices" for t in ptype]) & ok):
+        head = f"Question: {questions_col[i].strip()}\nChoices:\n"
+        start = prompts[i].rfind(head)
+        region = prompts[i][start + len(head) : len(prompts[i]) - len("Answer:")]
+        gold = choices[i][answer[i]]
+        gold_bad[i] = start < 0 or region != "".join(
+            f"({LETTERS[j]}) {gold}\n" for j in range(n_choices[i])
+        )
+    rule("mem_gold_lines_equal", gold_bad, lambda i: "option lines do not all show the gold text")
+
+    if per_choice.any():
+        frame = pd.DataFrame(
+            {
+                "item": item_ids,
+                "ci": ci,
+                "true": [t == "True" for t in targets],
+                "n": n_choices,
+            }
+        )[per_choice]
+        grouped = frame.groupby("item", sort=False).agg(
+            rows=("ci", "size"), distinct=("ci", "nunique"), trues=("true", "sum"), n=("n", "first")
+        )
+        broken = grouped[
+            (grouped["rows"] != grouped["n"])
+            | (grouped["distinct"] != grouped["n"])
+            | (grouped["trues"] != 1)
+        ]
+        bad_items = set(broken.index)
+        rule(
+            "prior_one_true",
+            [per_choice[i] and item_ids[i] in bad_items for i in range(n)],
+            lambda i: "an item's individual-prior rows must cover each option once with one True",
+        )
+
+    if "inserted_question" in names:
+        inserted_from = (
+            table.column("inserted_from").to_pylist() if "inserted_from" in names else [None] * n
+        )
+        is_ins = [lay.inserted for lay in layouts]
+        rule(
+            "inserted_question",
+            [
+                flag and (not (q or "").strip() or (t == "qi_random_question" and src == item))
+                for flag, q, t, src, item in zip(
+                    is_ins, inserted, ptype, inserted_from, item_ids, strict=True
+                )
+            ],
+            lambda i: (
+                "step-2 rows need a non-empty inserted question "
+                "(from another item for qi_random_question)"
+            ),
+        )
+    if "completion" in names and "inferred_question" in names:
+        completions = table.column("completion").to_pylist()
+        inferred = table.column("inferred_question").to_pylist()
+
+        def extract(text: str | None) -> str | None:
+            if text is None or "Answer:" not in text:
+                return None
+            return text.split("Answer:", 1)[0].strip() or None
+
+        expected_q = [extract(c) for c in completions]
+        rule(
+            "inferred_question",
+            [a != b for a, b in zip(inferred, expected_q, strict=True)],
+            lambda i: f"inferred question {inferred[i]!r}, expected {expected_q[i]!r}",
+        )
+
+    expected_id = [f"{item}#{ci[i]}" if per_choice[i] else item for i, item in enumerate(item_ids)]
+    rule(
+        "id_format",
+        [a != b for a, b in zip(ids, expected_id, strict=True)],
+        lambda i: f"id {ids[i]!r}, expected {expected_id[i]!r}",
+    )
+    rule(
+        "ids_unique",
+        pd.Series(ids).duplicated(keep="first").to_numpy(),
+        lambda i: "id repeats an earlier row",
+    )
+
+    out: list[Violation] = []
+    for name, mask, explain in rules:
+        for i in np.flatnonzero(mask):
+            out.append(Violation(where, int(i), str(ids[i]), name, explain(int(i))))
+    return out
+
+
+def prompt_type_counts(table: pa.Table) -> dict[str, int]:
+    """Rows per prompt type (for `nabench validate` notes)."""
+    values = pc.value_counts(table.column("prompt_type")).to_pylist()
+    return {str(v["values"]): int(v["counts"]) for v in values}
