@@ -181,9 +181,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         "warnings": warnings,
         "validation": {"violations": 0, "rules": "nabench.validate.invariants"},
     }
-    readme = _readme_renderer(
-        recipe, source, seed, counts, exclusions, sources_meta, label_mode, labeler_info
-    )
+    readme = _readme_renderer(recipe, source, manifest, staged, out)
     stage(out, staged, readme, manifest)
     return BuildResult(out, counts, exclusions, letter_shares, warnings)
 
@@ -285,15 +283,60 @@ def _summarise(violations: Sequence[Violation], cap: int = 20) -> str:
 def _readme_renderer(
     recipe: Recipe,
     source: Source,
-    seed: int,
-    counts: dict[str, dict[str, int]],
-    exclusions: dict[str, Any],
-    sources_meta: dict[str, Any],
-    label_mode: str,
-    labeler_info: dict[str, Any],
+    manifest: dict[str, Any],
+    staged: Sequence[StagedTable],
+    out: Path,
 ) -> Any:
+    """The README renderer `stage` calls with the `configs`/`dataset_info` it derived.
+
+    The previous build in `out` (if any) is read now, before `stage` replaces it: its card's
+    metadata is merged (not overwritten) and its changelog carried over.
+    """
+    from nabench.cards import _context as cc
+    from nabench.cards import finalize_card
+
+    def _read_text(path: Path) -> str | None:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
     source_id = recipe.source.hub_id or source.hub_id
+    counts: dict[str, dict[str, int]] = manifest["counts"]
+    exclusions: dict[str, Any] = manifest["exclusions"]
+    previous_readme = _read_text(out / "README.md")
+    previous_text = _read_text(out / "build.json")
+    previous_manifest = json.loads(previous_text) if previous_text else None
+    previous_version = ((previous_manifest or {}).get("recipe") or {}).get("version")
+    if previous_version == recipe.version:  # a rebuild of this version, not an earlier release
+        previous_manifest = None
     total = max((sum(c.values()) for c in counts.values()), default=0)
+    perturbed = [c for c in counts if c not in {"excluded", "labels"}]
+    split_names = list(dict.fromkeys(s for per in counts.values() for s in per))
+    kinds = [b.kind for b in make_builders(recipe)]
+    builders = {b.config_name: b for b in make_builders(recipe)}
+    variants = [
+        {
+            "config": name,
+            "why": cc.WHY.get(b.kind, b.description),
+            "na_text": getattr(b, "na_text", None),
+        }
+        for name, b in builders.items()
+    ]
+    first_ids = [st.table.column("id")[0].as_py() for st in staged if st.table.num_rows]
+    limitations = [
+        "NA-keyed items are only valid when no remaining option is defensible; "
+        + (
+            "items were filtered by an NA-applicability label, which can be wrong."
+            if manifest["labels"]["mode"] != "none"
+            else "this build used no NA-applicability labels, so some NA-keyed items may "
+            "keep a defensible option."
+        ),
+        "Inserted texts are English phrasings; the letter distribution of the key follows "
+        "the source (see above), which a model may exploit.",
+        "Source errors (wrong keys, ambiguous questions) carry over to every variant.",
+    ]
+    if manifest.get("limit"):
+        limitations.append(
+            f"Built from the first {manifest['limit']} items per split only (--limit)."
+        )
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
         metadata = {
@@ -308,38 +351,51 @@ def _readme_renderer(
             "configs": configs,
             "dataset_info": infos,
         }
-        construction = [
-            f"Eligibility audit: {exclusions['total']} item(s) excluded, see the table below.",
-            f"Labels: {label_mode}"
-            + (f" ({json.dumps(labeler_info, sort_keys=True)})" if labeler_info else ""),
-            'Per-item randomness: `random.Random(f"{seed}:{purpose}:{item_id}")`.',
-            "All invariants of `nabench validate` hold (0 violations).",
-        ]
+        letters, letter_rows = cc.letter_rows(manifest["letter_shares"])
         context = {
             "pretty_name": metadata["pretty_name"],
             "summary": recipe.description or f"Perturbed variants of {source.pretty_name}.",
+            "total_items": sum(m["rows_used"] for m in manifest["source"]["splits"].values()),
+            "id_example": first_ids[0] if first_ids else f"{source.name}/...",
             "nabench_version": __version__,
             "recipe_name": recipe.name,
             "recipe_version": recipe.version,
-            "seed": seed,
+            "seed": manifest["seed"],
+            "limit": manifest.get("limit"),
             "source_id": source_id,
             "source_config": recipe.source.config or source.default_config or "default",
-            "source_fingerprint": ", ".join(
-                f"{s}: {m['fingerprint'][:16]}" for s, m in sources_meta.items()
-            ),
+            "source_revision": recipe.source.revision,
+            "source_splits": [{"split": s, **m} for s, m in manifest["source"]["splits"].items()],
             "license": source.license,
-            "counts": [
-                {"config": c, "split": s, "rows": n}
-                for c, d in counts.items()
-                for s, n in d.items()
+            "variants": variants,
+            "perturbed_configs": perturbed,
+            "has_labels": "labels" in counts,
+            "split_names": split_names,
+            "count_rows": [
+                {"config": c, "counts": [per.get(s, 0) for s in split_names]}
+                for c, per in counts.items()
             ],
-            "construction": construction,
+            "fields": cc.field_rows(),
+            "labeler_lines": cc.labeler_lines(manifest["labels"]),
+            "exclusions_total": exclusions["total"],
             "exclusions": exclusions["by_reason"],
-            "repo_id": recipe.publish.repo_id or f"ORG/{recipe.name}",
-            "example_config": next((c for c in counts if c.startswith("na_keyed")), "original"),
-            "example_split": next(iter(counts.get("original", {"test": 0}))),
+            "na_rates": cc.na_rates(staged),
+            "letters": letters,
+            "letter_rows": letter_rows,
+            "warnings": manifest.get("warnings") or [],
+            "invariants": cc.INVARIANTS,
+            "limitations": limitations,
             "citation": source.citation,
+            "variant_citations": cc.variant_citations(kinds),
         }
-        return render_card(template="na_card.md.jinja", metadata=metadata, context=context)
+        card = render_card(template="na_card.md.jinja", metadata=metadata, context=context)
+        return finalize_card(
+            card,
+            version=recipe.version,
+            repo_id=recipe.publish.repo_id or f"ORG/{recipe.name}",
+            manifest=manifest,
+            previous_readme=previous_readme,
+            previous_manifest=previous_manifest,
+        )
 
     return render

@@ -5,6 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from nabench.cards._release import (
+    finalize_card,
+    merge_metadata,
+    parse_changelog,
+    split_front_matter,
+)
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -39,3 +46,13 @@ def render_card(
         undefined=jinja2.StrictUndefined,
     )
     return env.get_template(template).render(card_data=card_data.to_yaml(), **context)
+
+
+__all__ = [
+    "finalize_card",
+    "merge_metadata",
+    "parse_changelog",
+    "render_card",
+    "size_category",
+    "split_front_matter",
+]

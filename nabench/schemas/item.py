@@ -10,6 +10,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from nabench.schemas.contribution import ContributionHeader
+
 ItemId = Annotated[
     str,
     Field(
@@ -84,4 +86,5 @@ ROW_MODELS: dict[str, type[BaseModel]] = {
     "item": Item,
     "perturbed_item": PerturbedItem,
     "excluded_item": ExcludedItem,
+    "contribution_header": ContributionHeader,
 }

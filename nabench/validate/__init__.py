@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -94,14 +96,30 @@ def validate_table(table: pa.Table, where: str, report: ValidationReport) -> Non
                 report.notes.append(f"warning: {where}: letter {letter} is the key in {share:.1%}")
 
 
-def validate_path(path: Path) -> ValidationReport:
-    """Validate a built folder (every config, plus ids traced to `original`) or one file."""
+def validate_path(
+    path: Path,
+    *,
+    sources: Mapping[str, str] | None = None,
+    release: Path | None = None,
+    limits: Any = None,
+) -> ValidationReport:
+    """Validate a built folder (every config, plus ids traced to `original`), one file, or
+    contributed perturbations (a folder holding `contribution.yaml` files; `sources` maps a
+    dataset name, or '*', to a location for id traceability, `release` is a built folder to
+    check duplicates against, `limits` a `contributions.Limits`)."""
     report = ValidationReport()
     if not path.exists():
         raise NabenchError(f"{path} does not exist")
     if path.is_file():
         validate_table(read_rows(path), path.name, report)
         return report
+    from nabench.validate.contributions import is_contributions_dir, validate_contributions
+
+    if is_contributions_dir(path):
+        result: ValidationReport = validate_contributions(
+            path, sources=sources, release=release, limits=limits
+        )
+        return result
     files = sorted(p for p in path.rglob("*.parquet") if not p.name.startswith("."))
     if not files:
         raise NabenchError(f"{path}: no parquet files found")

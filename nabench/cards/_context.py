@@ -1,0 +1,147 @@
+"""Everything the card template shows, computed from the manifest and the staged tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# The rules `nabench.validate.invariants.check_perturbed` enforces on every perturbed config.
+INVARIANTS: tuple[tuple[str, str], ...] = (
+    ("key_in_range", "the answer index points at an existing option"),
+    ("choices_non_empty", "no option is empty"),
+    ("choices_distinct", "no two options have the same text"),
+    ("na_exactly_once", "NA / All-of-the-above variants hold the inserted text exactly once"),
+    ("no_na_in_original", "no NA phrasing among the original options"),
+    ("original_unchanged", "`original` rows equal their source rows"),
+    ("na_keyed_key_is_na", "`na_keyed`: the key is the NA text"),
+    ("na_keyed_gold_absent", "`na_keyed`: the original gold text is gone"),
+    ("na_keyed_in_place", "`na_keyed`: NA replaces the gold option in place"),
+    ("na_distractor_key_is_gold", "`na_distractor`: the key is still the original gold"),
+    ("na_distractor_replaced_distractor", "`na_distractor`: NA replaced a distractor"),
+    ("aota_appended", "`all_of_the_above`: the original options plus the text, last"),
+    ("aota_key_unchanged", "`all_of_the_above`: the key is unchanged"),
+    ("ids_unique", "ids are unique within a config"),
+    ("id_in_original", "every perturbed id appears in `original` (traceable to its source row)"),
+)
+
+WHY = {
+    "original": "the source items, unchanged, as the baseline",
+    "na_keyed": (
+        "the gold option is replaced in place by an NA phrasing, which becomes the key: "
+        "a model must recognise that none of the remaining options is correct"
+    ),
+    "na_distractor": (
+        "one distractor is replaced by an NA phrasing; the key is unchanged: a model must "
+        "not pick NA when a correct option is present"
+    ),
+    "all_of_the_above": (
+        '"All of the above" is appended as a new last option; the key is unchanged, so the '
+        "appended option is always wrong"
+    ),
+}
+
+
+@cache
+def citations() -> dict[str, list[dict[str, str]]]:
+    data = yaml.safe_load((Path(__file__).parent / "citations.yaml").read_text("utf-8"))
+    return {k: list(v or []) for k, v in (data or {}).items()}
+
+
+def variant_citations(kinds: Sequence[str]) -> list[dict[str, str]]:
+    """Unique references (with bibtex) for the builder kinds present, in kind order."""
+    table = citations()
+    by_key: dict[str, dict[str, str]] = {}
+    for entries in table.values():
+        for entry in entries:
+            if "bibtex" in entry:
+                by_key.setdefault(entry["key"], entry)
+    out: dict[str, dict[str, str]] = {}
+    for kind in kinds:
+        for entry in table.get(kind, []):
+            full = by_key.get(entry["key"])
+            if full is not None:
+                out.setdefault(entry["key"], full)
+    return list(out.values())
+
+
+def field_rows() -> list[dict[str, str]]:
+    """(field, type, description) of a perturbed row, from the pydantic contract."""
+    from nabench.schemas.item import PerturbedItem
+
+    rows = []
+    for name, info in PerturbedItem.model_fields.items():
+        annotation = info.annotation
+        text = str(annotation).replace("typing.", "")
+        type_name = getattr(annotation, "__name__", None) or text
+        if "| None" in text:
+            type_name = text.replace(" | None", "") + " (nullable)"
+        rows.append({"name": name, "type": type_name, "desc": info.description or ""})
+    return rows
+
+
+def na_rates(staged: Sequence[Any]) -> list[dict[str, Any]]:
+    """NA-applicability per subject: labeled items, applicable ones, rate (labels config)."""
+    import pandas as pd
+
+    labels = [st.table for st in staged if st.config == "labels"]
+    if not labels:
+        return []
+    subjects: dict[str, str | None] = {}
+    for st in staged:
+        if st.config in {"original", "excluded"}:
+            for i, s in zip(
+                st.table.column("id").to_pylist(),
+                st.table.column("subject").to_pylist(),
+                strict=True,
+            ):
+                subjects[i] = s
+    frames = [t.select(["id", "na_applicable"]).to_pandas() for t in labels]
+    frame = pd.concat(frames, ignore_index=True)
+    frame["subject"] = frame["id"].map(lambda i: subjects.get(i) or "(none)")
+    frame = frame[frame["na_applicable"].notna()]
+    rows = []
+    for subject, group in frame.groupby("subject", sort=True):
+        n = len(group)
+        k = int(group["na_applicable"].astype(bool).sum())
+        rows.append({"subject": subject, "labeled": n, "applicable": k, "rate": k / n if n else 0})
+    if rows:
+        n = sum(r["labeled"] for r in rows)
+        k = sum(r["applicable"] for r in rows)
+        rows.append({"subject": "**all**", "labeled": n, "applicable": k, "rate": k / n})
+    return rows
+
+
+def letter_rows(letter_shares: Mapping[str, Mapping[str, float]]) -> tuple[list[str], list[Any]]:
+    letters = sorted({letter for shares in letter_shares.values() for letter in shares})
+    rows = [
+        {"key": key, "shares": [f"{shares.get(letter, 0.0):.1%}" for letter in letters]}
+        for key, shares in letter_shares.items()
+    ]
+    return letters, rows
+
+
+def labeler_lines(labels: Mapping[str, Any]) -> list[str]:
+    mode = labels.get("mode", "none")
+    if mode == "none":
+        return ["Labels: none; every eligible item is used (no NA-applicability filter)."]
+    models = labels.get("models") or ([labels["model"]] if labels.get("model") else [])
+    versions = labels.get("guideline_versions") or (
+        [labels["guideline_version"]] if labels.get("guideline_version") else []
+    )
+    lines = [f"Labels: {mode}" + (f" (`{labels['path']}`)" if labels.get("path") else "") + "."]
+    lines.append("Labeler model(s): " + (", ".join(f"`{m}`" for m in models) or "unknown") + ".")
+    lines.append(
+        "Guideline version(s): " + (", ".join(f"`{v}`" for v in versions) or "unknown") + "."
+    )
+    extra = {
+        k: v
+        for k, v in labels.items()
+        if k not in {"mode", "models", "model", "guideline_versions", "guideline_version", "path"}
+    }
+    if extra:
+        lines.append("Labeler settings: " + ", ".join(f"{k}={v}" for k, v in sorted(extra.items())))
+    return lines

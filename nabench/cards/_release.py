@@ -1,0 +1,180 @@
+"""Release-dependent parts of a card: metadata merge, loading snippet, changelog.
+
+A card carries two marked sections that depend on where and as which version it is
+published. `finalize_card` rewrites them (idempotently) at build time from the previous
+build in the output folder and again at publish time from the target's current card, so a
+release's card always names its own tag and carries the changelog of every earlier release.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+LOADING = ("<!-- nabench:loading:start -->", "<!-- nabench:loading:end -->")
+CHANGELOG = ("<!-- nabench:changelog:start -->", "<!-- nabench:changelog:end -->")
+_FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+_ENTRY = re.compile(r"^### v(\S+)\s*$", re.M)
+# Metadata keys nabench derives from the data; every other key of a previous card survives.
+GENERATED_KEYS = frozenset({"configs", "dataset_info", "size_categories"})
+
+
+def split_front_matter(readme: str) -> tuple[dict[str, Any], str]:
+    """(YAML metadata, body) of a README; ({}, readme) without front matter."""
+    match = _FRONT.match(readme)
+    if not match:
+        return {}, readme
+    data = yaml.safe_load(match.group(1)) or {}
+    return (data if isinstance(data, dict) else {}), readme[match.end() :]
+
+
+def merge_metadata(previous: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """distilabel-style: the previous card's metadata is kept, nabench's keys are updated.
+
+    Keys nabench generates win; keys only the previous card has (added by hand on the Hub,
+    e.g. `annotations_creators`, `paperswithcode_id`) are kept; list-valued `tags` are united.
+    """
+    merged: dict[str, Any] = {k: v for k, v in previous.items() if k not in GENERATED_KEYS}
+    for key, value in new.items():
+        old = merged.get(key)
+        if key == "tags" and isinstance(old, list) and isinstance(value, list):
+            merged[key] = list(dict.fromkeys([*value, *old]))
+        else:
+            merged[key] = value
+    return merged
+
+
+def _semver_key(version: str) -> tuple[int, ...]:
+    core = version.split("+")[0].split("-")[0]
+    parts = [int(p) if p.isdigit() else 0 for p in core.split(".")]
+    return (*parts, 0 if "-" in version else 1)
+
+
+def _section(body: str, markers: tuple[str, str]) -> tuple[int, int] | None:
+    start = body.find(markers[0])
+    end = body.find(markers[1], start + 1) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return None
+    return start + len(markers[0]), end
+
+
+def parse_changelog(readme: str | None) -> dict[str, str]:
+    """{version: entry markdown (without its heading)} of a card's changelog section."""
+    if not readme:
+        return {}
+    span = _section(readme, CHANGELOG)
+    if span is None:
+        return {}
+    text = readme[span[0] : span[1]]
+    heads = list(_ENTRY.finditer(text))
+    out: dict[str, str] = {}
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        out[head.group(1)] = text[head.end() : end].strip("\n")
+    return out
+
+
+def changelog_entry(
+    version: str, manifest: Mapping[str, Any], previous: Mapping[str, Any] | None
+) -> str:
+    """What this release changes relative to the previous release's manifest."""
+    recipe = manifest.get("recipe") or {}
+    lines = [
+        f"- Built with nabench {manifest.get('nabench_version')} from recipe "
+        f"`{recipe.get('name')}` v{recipe.get('version')} (seed {manifest.get('seed')})."
+    ]
+    if previous is None:
+        lines.append("- First release.")
+        return "\n".join(lines)
+    old: dict[str, dict[str, int]] = previous.get("counts") or {}
+    new: dict[str, dict[str, int]] = manifest.get("counts") or {}
+    added = [c for c in new if c not in old]
+    removed = [c for c in old if c not in new]
+    if added:
+        lines.append("- Configs added: " + ", ".join(f"`{c}`" for c in added) + ".")
+    if removed:
+        lines.append("- Configs removed: " + ", ".join(f"`{c}`" for c in removed) + ".")
+    for cfg in new:
+        if cfg not in old:
+            continue
+        for split, n in new[cfg].items():
+            before = old[cfg].get(split)
+            if before != n:
+                lines.append(
+                    f"- `{cfg}/{split}`: {before if before is not None else 0} → {n} rows."
+                )
+    old_files = previous.get("files") or {}
+    changed = sorted(
+        p
+        for p, h in (manifest.get("files") or {}).items()
+        if p.endswith(".parquet") and old_files.get(p) not in (None, h)
+    )
+    if changed:
+        lines.append("- Data files changed: " + ", ".join(f"`{p}`" for p in changed) + ".")
+    if (previous.get("seed"), (previous.get("recipe") or {}).get("version")) != (
+        manifest.get("seed"),
+        recipe.get("version"),
+    ):
+        lines.append(
+            f"- Previous release: recipe v{(previous.get('recipe') or {}).get('version')}, "
+            f"seed {previous.get('seed')}."
+        )
+    if len(lines) == 1:
+        lines.append("- No change to the data.")
+    return "\n".join(lines)
+
+
+def render_changelog(entries: Mapping[str, str]) -> str:
+    ordered = sorted(entries.items(), key=lambda kv: _semver_key(kv[0]), reverse=True)
+    return "\n\n".join(f"### v{v}\n\n{text}" for v, text in ordered)
+
+
+def loading_snippet(repo_id: str, version: str, config: str, split: str) -> str:
+    return (
+        "```python\n"
+        "from datasets import load_dataset\n\n"
+        f'ds = load_dataset("{repo_id}", "{config}", split="{split}", revision="v{version}")\n'
+        "```"
+    )
+
+
+def _replace(body: str, markers: tuple[str, str], content: str) -> str:
+    span = _section(body, markers)
+    block = f"\n{content}\n"
+    if span is None:
+        return f"{body.rstrip()}\n\n{markers[0]}{block}{markers[1]}\n"
+    return body[: span[0]] + block + body[span[1] :]
+
+
+def finalize_card(
+    readme: str,
+    *,
+    version: str,
+    repo_id: str,
+    manifest: Mapping[str, Any],
+    previous_readme: str | None = None,
+    previous_manifest: Mapping[str, Any] | None = None,
+) -> str:
+    """The card as published for `version` at `repo_id` on top of the previous release."""
+    from huggingface_hub import DatasetCardData
+
+    metadata, body = split_front_matter(readme)
+    if previous_readme:
+        previous_meta, _ = split_front_matter(previous_readme)
+        metadata = merge_metadata(previous_meta, metadata)
+    counts: dict[str, dict[str, int]] = manifest.get("counts") or {}
+    config = next((c for c in counts if c.startswith("na_keyed")), next(iter(counts), "default"))
+    split = next(iter(counts.get(config, {"test": 0})), "test")
+    body = _replace(body, LOADING, loading_snippet(repo_id, version, config, split))
+
+    entries = parse_changelog(readme)
+    for old_version, text in parse_changelog(previous_readme).items():
+        entries.setdefault(old_version, text)
+    if previous_manifest is not None or version not in entries:
+        entries[version] = changelog_entry(version, manifest, previous_manifest)
+    body = _replace(body, CHANGELOG, render_changelog(entries))
+    card_yaml = DatasetCardData(**metadata).to_yaml()
+    return f"---\n{card_yaml}\n---\n{body}"

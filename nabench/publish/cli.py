@@ -1,0 +1,77 @@
+"""`nabench publish DIR`: stage -> plan -> push, to the Hub or to a local git repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from nabench.publish.plan import PublishPlan, RemoteState, make_plan, parse_target
+
+
+def publish_build(
+    out_dir: Path,
+    repo_id: str | None,
+    version: str | None = None,
+    private: bool = False,
+    dry_run: bool = False,
+    to: str | None = None,
+) -> PublishPlan:
+    """Publish a staged build folder (what `nabench build ... --push` calls after building).
+
+    `to` is None (the Hub) or `git:PATH`. With `dry_run`, prints the plan and returns it:
+    nothing is written and, for the Hub, no network call is made.
+    """
+    out_dir = Path(out_dir)
+    repo_id = repo_id or _recipe_repo_id(out_dir)
+    kind, target = parse_target(to) if to else ("hub", "")
+    if kind == "git":
+        from nabench.publish.git import plan_for_git, publish_to_git
+
+        if dry_run:
+            plan = plan_for_git(out_dir, Path(target), repo_id, version=version)
+            click.echo(plan.render())
+            return plan
+        result = publish_to_git(out_dir, Path(target), repo_id, version=version)
+        click.echo(result.plan.render())
+        click.echo(f"committed {result.commit} on {target}, tagged {result.tag}")
+        return result.plan
+    if dry_run:
+        plan = make_plan(out_dir, repo_id, version=version, remote=RemoteState(known=False))
+        click.echo(plan.render())
+        return plan
+    from nabench.publish.hub import push
+
+    pushed = push(out_dir, repo_id, version=version, private=private)
+    click.echo(pushed.plan.render())
+    click.echo(f"committed {pushed.commit} to {repo_id}, tagged {pushed.tag}")
+    return pushed.plan
+
+
+def _recipe_repo_id(out_dir: Path) -> str:
+    from nabench.publish.plan import PublishError, read_manifest
+
+    manifest = read_manifest(out_dir)
+    repo_id = ((manifest.get("recipe") or {}).get("publish") or {}).get("repo_id")
+    if not repo_id:
+        raise PublishError("no repository: the recipe has no publish.repo_id; pass --repo-id")
+    return str(repo_id)
+
+
+@click.command("publish")
+@click.argument("directory", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--repo-id", help="ORG/NAME of the dataset repository [recipe's publish.repo_id].")
+@click.option("--version", help="Release version X.Y.Z (tag vX.Y.Z) [recipe version].")
+@click.option("--private", is_flag=True, help="Create the Hub repository as private.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing, no network call.")
+@click.option("--to", "to", metavar="git:PATH", help="Publish to a local git repository instead.")
+def publish(
+    directory: Path,
+    repo_id: str | None,
+    version: str | None,
+    private: bool,
+    dry_run: bool,
+    to: str | None,
+) -> None:
+    """Publish a built folder as a tagged release (the Hub, or --to git:PATH)."""
+    publish_build(directory, repo_id, version, private, dry_run, to)

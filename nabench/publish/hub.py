@@ -1,0 +1,118 @@
+"""Push a plan to the Hugging Face Hub: create_repo, one create_commit on the head, create_tag.
+
+The token is never read, printed, logged or stored here: `HfApi` finds it itself
+(`HF_TOKEN` or the `huggingface-cli login` file).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nabench.publish.plan import MANIFEST, README, PublishError, PublishPlan, RemoteState, make_plan
+
+REPO_TYPE = "dataset"
+BRANCH = "main"
+
+
+@dataclass(frozen=True)
+class PushResult:
+    repo_id: str
+    tag: str
+    commit: str
+    commit_url: str
+    plan: PublishPlan
+
+
+def _status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def remote_state(api: Any, repo_id: str) -> RemoteState:
+    """Head of `main`, its files, the tags, and the previous card and manifest (if any)."""
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+    except RepositoryNotFoundError:
+        return RemoteState()
+    head = next((b.target_commit for b in refs.branches if b.name == BRANCH), None)
+    tags = frozenset(t.name for t in refs.tags)
+    if head is None:
+        return RemoteState(tags=tags)
+    files = tuple(api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=head))
+
+    def fetch(name: str) -> str | None:
+        if name not in files:
+            return None
+        path = api.hf_hub_download(repo_id, name, repo_type=REPO_TYPE, revision=head)
+        return Path(path).read_text(encoding="utf-8")
+
+    manifest_text = fetch(MANIFEST)
+    manifest = None
+    if manifest_text:
+        try:
+            manifest = json.loads(manifest_text)
+        except json.JSONDecodeError:
+            manifest = None
+    return RemoteState(head, files, tags, fetch(README), manifest)
+
+
+def push(
+    staged: Path,
+    repo_id: str,
+    *,
+    version: str | None = None,
+    private: bool = False,
+    api: Any = None,
+) -> PushResult:
+    """Publish `staged` as release `v<version>` of the dataset repository `repo_id`.
+
+    Refuses (PublishError) when the tag exists or the branch head moves during the push;
+    a published tag is never moved or overwritten.
+    """
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = api if api is not None else HfApi()
+    api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True, private=private)
+    state = remote_state(api, repo_id)
+    plan = make_plan(staged, repo_id, version=version, remote=state)
+    try:
+        info = api.create_commit(
+            repo_id,
+            operations=plan.operations(),
+            commit_message=plan.commit_message,
+            commit_description=plan.commit_description,
+            repo_type=REPO_TYPE,
+            revision=BRANCH,
+            parent_commit=plan.parent_commit,
+        )
+    except HfHubHTTPError as exc:
+        if _status(exc) in {409, 412}:
+            raise PublishError(
+                f"{repo_id}: the head of {BRANCH} moved since {plan.parent_commit} "
+                f"(someone else committed); nothing was published, re-run to plan again"
+            ) from None
+        raise PublishError(f"{repo_id}: commit failed (HTTP {_status(exc)})") from None
+    try:
+        api.create_tag(
+            repo_id,
+            tag=plan.tag,
+            tag_message=plan.commit_message,
+            revision=info.oid,
+            repo_type=REPO_TYPE,
+        )
+    except HfHubHTTPError as exc:
+        if _status(exc) == 409:
+            raise PublishError(
+                f"{repo_id}: tag {plan.tag} was created by someone else meanwhile; commit "
+                f"{info.oid} is on {BRANCH} but untagged"
+            ) from None
+        raise PublishError(
+            f"{repo_id}: tagging {info.oid} as {plan.tag} failed (HTTP {_status(exc)})"
+        ) from None
+    return PushResult(repo_id, plan.tag, info.oid, str(info.commit_url), plan)

@@ -1,0 +1,250 @@
+"""Publish plan: what one release commit adds and deletes, its message and its tag.
+
+The plan is pure: it reads the staged folder (checking every file against `build.json`) and a
+description of the target's current state, and returns the operations. Targets (`hub.py`,
+`git.py`) fetch that state and apply the plan; `--dry-run` only prints it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nabench.errors import NabenchError
+
+MANIFEST = "build.json"
+README = "README.md"
+# Files a target keeps although the staged tree lacks them (the Hub creates .gitattributes
+# with the repository; deleting it would change how later uploads are stored).
+KEEP = frozenset({".gitattributes"})
+SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
+)
+
+
+class PublishError(NabenchError):
+    """A release that must not happen (existing tag, moved head, corrupted staged tree)."""
+
+
+@dataclass(frozen=True)
+class RemoteState:
+    """What the target holds now: head commit, files at head, tags, and the previous card."""
+
+    head: str | None = None
+    files: tuple[str, ...] = ()
+    tags: frozenset[str] = frozenset()
+    readme: str | None = None
+    manifest: dict[str, Any] | None = None
+    known: bool = True  # False for a dry run that did not contact the target
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    path: str
+    size: int
+    sha256: str
+    content: bytes = field(repr=False)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PublishPlan:
+    repo_id: str
+    version: str
+    tag: str
+    commit_message: str
+    commit_description: str
+    parent_commit: str | None
+    adds: tuple[PlannedFile, ...]
+    deletes: tuple[str, ...]
+    remote_known: bool = True
+
+    def operations(self) -> list[Any]:
+        """`huggingface_hub` commit operations: every add, then every delete."""
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+        ops: list[Any] = [
+            CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.content) for f in self.adds
+        ]
+        ops.extend(CommitOperationDelete(path_in_repo=p, is_folder=False) for p in self.deletes)
+        return ops
+
+    @property
+    def tree(self) -> dict[str, str]:
+        """{path: sha256} of the files the commit writes."""
+        return {f.path: f.sha256 for f in self.adds}
+
+    def render(self) -> str:
+        """Human-readable plan (the `--dry-run` output)."""
+        lines = [
+            f"repo:    {self.repo_id}",
+            f"tag:     {self.tag}",
+            f"parent:  {self.parent_commit or '(none: first commit)'}",
+            f"message: {self.commit_message}",
+            "",
+            f"{'op':<7} {'size':>12}  {'sha256':<64}  path",
+        ]
+        for f in self.adds:
+            note = f"  ({f.note})" if f.note else ""
+            lines.append(f"{'add':<7} {f.size:>12}  {f.sha256}  {f.path}{note}")
+        for p in self.deletes:
+            lines.append(f"{'delete':<7} {'-':>12}  {'-':<64}  {p}")
+        total = sum(f.size for f in self.adds)
+        lines.append("")
+        lines.append(f"{len(self.adds)} add(s), {len(self.deletes)} delete(s), {total} bytes")
+        if not self.remote_known:
+            lines.append("target not contacted (dry run): deletions and the previous card unknown")
+        return "\n".join(lines)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_manifest(staged: Path) -> dict[str, Any]:
+    path = staged / MANIFEST
+    if not path.is_file():
+        raise PublishError(f"{staged}: no {MANIFEST} (not a nabench build folder)")
+    try:
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise PublishError(f"{path}: invalid JSON ({exc})") from None
+    if not isinstance(manifest.get("files"), dict):
+        raise PublishError(f"{path}: lacks the 'files' map of sha256 hashes")
+    return manifest
+
+
+def resolve_version(manifest: Mapping[str, Any], version: str | None) -> str:
+    chosen = version or (manifest.get("recipe") or {}).get("version")
+    if not chosen:
+        raise PublishError("no version: the manifest has no recipe.version; pass --version")
+    chosen = str(chosen).removeprefix("v")
+    if not SEMVER.match(chosen):
+        raise PublishError(f"version {chosen!r} is not semantic (X.Y.Z)")
+    return chosen
+
+
+def staged_files(staged: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
+    """Every staged file, checked against the manifest: the tree is exactly what was built."""
+    expected: dict[str, str] = dict(manifest["files"])
+    found: dict[str, bytes] = {}
+    for path in sorted(staged.rglob("*")):
+        rel = path.relative_to(staged).as_posix()
+        if path.is_symlink():
+            raise PublishError(f"{staged}: {rel} is a symlink; a release holds plain files only")
+        if path.is_dir():
+            continue
+        if rel == MANIFEST:
+            continue
+        if rel not in expected:
+            raise PublishError(f"{staged}: {rel} is not listed in {MANIFEST}; rebuild or remove it")
+        data = path.read_bytes()
+        if sha256_bytes(data) != expected[rel]:
+            raise PublishError(f"{staged}: {rel} changed after the build (sha256 mismatch)")
+        found[rel] = data
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        raise PublishError(f"{staged}: missing file(s) listed in {MANIFEST}: {', '.join(missing)}")
+    return found
+
+
+def make_plan(
+    staged: Path,
+    repo_id: str,
+    *,
+    version: str | None = None,
+    remote: RemoteState | None = None,
+) -> PublishPlan:
+    """The release of `staged` on top of `remote` (an empty target when None)."""
+    from nabench.cards import finalize_card
+
+    staged = Path(staged)
+    remote = remote or RemoteState()
+    manifest = read_manifest(staged)
+    files = staged_files(staged, manifest)
+    version = resolve_version(manifest, version)
+    tag = f"v{version}"
+    if tag in remote.tags:
+        raise PublishError(
+            f"tag {tag} already exists on {repo_id}; published versions are immutable "
+            "(bump the recipe version or pass --version)"
+        )
+    notes: dict[str, str] = {}
+    if README in files:
+        old = files[README].decode("utf-8")
+        card = finalize_card(
+            old,
+            version=version,
+            repo_id=repo_id,
+            manifest=manifest,
+            previous_readme=remote.readme,
+            previous_manifest=remote.manifest,
+        )
+        if card != old:
+            files[README] = card.encode("utf-8")
+            notes[README] = "card finalized for this release"
+    raw_manifest = (staged / MANIFEST).read_bytes()
+    if notes:
+        # Only the card's hash changes; everything else in the manifest stays as built.
+        updated = {**manifest, "files": {**manifest["files"], **_hashes(files, notes)}}
+        raw_manifest = (json.dumps(updated, indent=2, default=str) + "\n").encode("utf-8")
+        notes[MANIFEST] = "README.md hash updated"
+    files[MANIFEST] = raw_manifest
+    adds = tuple(
+        PlannedFile(p, len(data), sha256_bytes(data), data, notes.get(p, ""))
+        for p, data in sorted(files.items())
+    )
+    deletes = tuple(sorted(p for p in remote.files if p not in files and p not in KEEP))
+    recipe = manifest.get("recipe") or {}
+    message = (
+        f"Release {tag}: {recipe.get('name', staged.name)} "
+        f"(nabench {manifest.get('nabench_version', '?')})"
+    )
+    return PublishPlan(
+        repo_id=repo_id,
+        version=version,
+        tag=tag,
+        commit_message=message,
+        commit_description=_description(manifest, adds, deletes),
+        parent_commit=remote.head,
+        adds=adds,
+        deletes=deletes,
+        remote_known=remote.known,
+    )
+
+
+def _hashes(files: Mapping[str, bytes], paths: Iterable[str]) -> dict[str, str]:
+    return {p: sha256_bytes(files[p]) for p in paths}
+
+
+def _description(
+    manifest: Mapping[str, Any], adds: Iterable[PlannedFile], deletes: Iterable[str]
+) -> str:
+    counts = manifest.get("counts") or {}
+    lines = [
+        f"seed {manifest.get('seed')}, source "
+        f"{(manifest.get('source') or {}).get('dataset')} "
+        f"({(manifest.get('source') or {}).get('location')})",
+        *(
+            f"{cfg}: " + ", ".join(f"{s}={n}" for s, n in per.items())
+            for cfg, per in counts.items()
+        ),
+        f"{len(list(adds))} file(s) written, {len(list(deletes))} deleted",
+    ]
+    return "\n".join(lines)
+
+
+def parse_target(to: str) -> tuple[str, str]:
+    """`git:PATH` -> ("git", PATH); `hub` or `hub:` -> ("hub", "")."""
+    kind, _, rest = to.partition(":")
+    if kind == "git" and rest:
+        return "git", rest
+    if kind == "hub" and not rest:
+        return "hub", ""
+    raise PublishError(f"unknown target {to!r}: use git:PATH (or hub)")

@@ -1,0 +1,614 @@
+"""Validate contributed perturbations: `contributions/<name>/` folders.
+
+A folder holds `contribution.yaml` (`ContributionHeader`), the row files it lists (JSONL or
+parquet `PerturbedItem` rows) and `tests.json` golden pairs. Checks, each a named rule:
+
+- files: safe names, no symlink out of the folder, size limits, only declared row files;
+- header: YAML, every field (`schemas/contribution.py`), name equals the folder;
+- rows: the row schema, every invariant of `check_perturbed`, no duplicates;
+- traceability (with a source location): each id is a source row and carries its content;
+- release (with `--release DIR`): no row repeats a row already released;
+- golden pairs: each expected output is exactly a contributed row and follows from its
+  input; with `parameters.builder` the input is re-run through that nabench builder.
+
+Every violation names the file, the row (0-based position; JSONL line = row + 1) and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nabench.validate.invariants import Violation, check_perturbed
+
+HEADER = "contribution.yaml"
+DATA_SUFFIXES = (".jsonl", ".parquet")
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_COMPARED = ("source", "subject", "question")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_file_bytes: int = 20 * 2**20
+    max_rows: int = 100_000
+    max_header_bytes: int = 64 * 2**10
+
+
+@dataclass(frozen=True)
+class ContributionViolation(Violation):
+    """A violation that may concern a whole file (row -1) rather than one row."""
+
+    def __str__(self) -> str:
+        if self.row < 0:
+            return f"{self.where}: [{self.rule}] {self.message}"
+        return super().__str__()
+
+
+@dataclass
+class _Rows:
+    """Schema-valid rows of one file with their positions in the file."""
+
+    file: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Context:
+    sources: Mapping[str, str]
+    release: dict[tuple[Any, ...], str] | None
+    limits: Limits
+    violations: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: int = 0
+    rows: int = 0
+    source_cache: dict[tuple[str, str, str | None, str], Any] = field(default_factory=dict)
+
+    def add(self, where: str, rule: str, message: str, row: int = -1, item_id: str = "-") -> None:
+        self.violations.append(ContributionViolation(where, row, item_id, rule, message))
+
+
+def parse_sources(values: Iterable[str]) -> dict[str, str]:
+    """`--source [DATASET=]LOCATION` values -> {dataset or '*': location}."""
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, location = value.partition("=")
+        if sep and re.fullmatch(r"[a-z_]+", name):
+            out[name] = location
+        else:
+            out["*"] = value
+    return out
+
+
+def is_contributions_dir(path: Path) -> bool:
+    """A contribution folder, or a folder of them."""
+    if (path / HEADER).is_file():
+        return True
+    return path.is_dir() and any(
+        (child / HEADER).is_file() for child in path.iterdir() if child.is_dir()
+    )
+
+
+def contribution_folders(path: Path, ctx: _Context) -> list[Path]:
+    if (path / HEADER).is_file():
+        return [path]
+    folders = []
+    for child in sorted(path.iterdir()):
+        if child.name.startswith(".") or not child.is_dir() or child.is_symlink():
+            continue
+        if (child / HEADER).is_file() or (child / HEADER).is_symlink():
+            folders.append(child)
+        else:
+            ctx.add(child.name, "header_present", f"folder has no {HEADER}")
+    return folders
+
+
+def validate_contributions(
+    path: Path,
+    *,
+    sources: Mapping[str, str] | None = None,
+    release: Path | None = None,
+    limits: Limits | None = None,
+) -> Any:
+    """Validate one contribution folder or a folder of them; returns a ValidationReport."""
+    from nabench.validate import ValidationReport
+
+    ctx = _Context(
+        sources=dict(sources or {}),
+        release=_release_index(release) if release is not None else None,
+        limits=limits or Limits(),
+    )
+    for folder in contribution_folders(Path(path), ctx):
+        _validate_one(folder, ctx)
+    if not ctx.sources:
+        ctx.notes.append("source traceability not checked (no --source given)")
+    if release is None:
+        ctx.notes.append("duplicates against a release not checked (no --release given)")
+    report = ValidationReport(files=ctx.files, rows=ctx.rows)
+    report.violations.extend(ctx.violations)
+    report.notes.extend(ctx.notes)
+    return report
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def _scan_files(folder: Path, ctx: _Context) -> set[str]:
+    """Safe names, symlinks, sizes; returns the relative paths not to be read."""
+    root = folder.resolve()
+    bad: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for name in [*dirnames, *filenames]:
+            full = Path(dirpath) / name
+            rel = full.relative_to(folder).as_posix()
+            where = f"{folder.name}/{rel}"
+            if not _SAFE.match(name) or ".." in name:
+                ctx.add(where, "safe_file_name", f"unsafe file name {name!r}")
+                bad.add(rel)
+            if full.is_symlink():
+                target = Path(os.path.realpath(full))
+                if target != root and root not in target.parents:
+                    ctx.add(where, "symlink_escape", "symlink points outside the folder")
+                    bad.add(rel)
+                continue
+            if full.is_file() and full.stat().st_size > ctx.limits.max_file_bytes:
+                size = full.stat().st_size
+                ctx.add(
+                    where,
+                    "size_limit",
+                    f"{size} bytes exceeds the limit of {ctx.limits.max_file_bytes} bytes",
+                )
+                bad.add(rel)
+    return bad
+
+
+# --- header ----------------------------------------------------------------------------------
+
+
+def _read_header(folder: Path, bad: set[str], ctx: _Context) -> Any:
+    import yaml
+    from pydantic import ValidationError
+
+    from nabench.schemas.contribution import ContributionHeader
+
+    where = f"{folder.name}/{HEADER}"
+    path = folder / HEADER
+    if HEADER in bad:
+        return None
+    if not path.is_file():
+        ctx.add(where, "header_present", f"missing {HEADER}")
+        return None
+    if path.stat().st_size > ctx.limits.max_header_bytes:
+        ctx.add(where, "size_limit", f"header exceeds {ctx.limits.max_header_bytes} bytes")
+        return None
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        ctx.add(where, "header_yaml", f"invalid YAML{at}: {problem}")
+        return None
+    if not isinstance(raw, dict):
+        ctx.add(where, "header_yaml", f"expected a mapping, got {type(raw).__name__}")
+        return None
+    unsafe_fields: set[str] = set()
+    entries = raw.get("data") if isinstance(raw.get("data"), list) else []
+    for key, value in [*(("data", v) for v in entries), ("tests", raw.get("tests"))]:
+        if isinstance(value, str) and (not _SAFE.match(value) or ".." in value):
+            ctx.add(where, "safe_file_name", f"{key} entry {value!r} is not a plain file name")
+            unsafe_fields.add(key)
+    try:
+        header = ContributionHeader.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+            if str(err["loc"][0]) in unsafe_fields:
+                continue
+            ctx.add(where, f"header:{loc}", _pydantic_message(err))
+        return None
+    if unsafe_fields:
+        return None
+    if header.name != folder.name:
+        ctx.add(where, "header_name", f"name {header.name!r} differs from the folder name")
+        return None
+    return header
+
+
+def _pydantic_message(err: Mapping[str, Any]) -> str:
+    value = err.get("input")
+    shown = repr(value) if not isinstance(value, dict) else "{...}"
+    if err.get("type") == "missing":
+        return "required field is missing"
+    return f"{err['msg']} (value {shown[:80]})"
+
+
+# --- rows ------------------------------------------------------------------------------------
+
+
+def _read_rows(folder: Path, name: str, ctx: _Context) -> _Rows | None:
+    from pydantic import ValidationError
+
+    from nabench.schemas.item import PerturbedItem
+
+    where = f"{folder.name}/{name}"
+    path = folder / name
+    if not path.is_file():
+        ctx.add(where, "data_file_present", "listed in the header but missing")
+        return None
+    if path.suffix not in DATA_SUFFIXES:
+        ctx.add(where, "data_file_type", f"expected {' or '.join(DATA_SUFFIXES)}")
+        return None
+    raw_rows: list[Any] = []
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as fh:
+            for i, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                try:
+                    raw_rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    ctx.add(where, "row_json", f"line {i + 1}: {exc.msg}", row=len(raw_rows))
+                    raw_rows.append(None)
+    else:
+        import pyarrow.parquet as pq
+
+        try:
+            raw_rows = pq.read_table(path).to_pylist()
+        except Exception as exc:
+            ctx.add(where, "data_file_readable", f"cannot read parquet ({type(exc).__name__})")
+            return None
+    ctx.files += 1
+    ctx.rows += len(raw_rows)
+    if len(raw_rows) > ctx.limits.max_rows:
+        ctx.add(where, "size_limit", f"{len(raw_rows)} rows exceed {ctx.limits.max_rows}")
+        return None
+    out = _Rows(name)
+    for i, raw in enumerate(raw_rows):
+        if raw is None:
+            continue
+        item_id = str(raw.get("id", "-")) if isinstance(raw, dict) else "-"
+        try:
+            row = PerturbedItem.model_validate(raw).model_dump()
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in err["loc"]) or "(row)"
+                ctx.add(where, f"schema:{loc}", _pydantic_message(err), row=i, item_id=item_id)
+            continue
+        out.rows.append(row)
+        out.positions.append(i)
+    return out
+
+
+def _invariants(folder: Path, rows: _Rows, extra: tuple[str, ...], ctx: _Context) -> None:
+    import pyarrow as pa
+
+    from nabench.schemas.tables import PERTURBED_ARROW
+
+    if not rows.rows:
+        return
+    table = pa.Table.from_pylist(rows.rows, schema=PERTURBED_ARROW)
+    for v in check_perturbed(table, f"{folder.name}/{rows.file}", extra):
+        ctx.violations.append(
+            ContributionViolation(v.where, rows.positions[v.row], v.id, v.rule, v.message)
+        )
+
+
+def _row_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (row["id"], tuple(row["choices"]), row["answer"])
+
+
+def _release_index(release: Path) -> dict[tuple[Any, ...], str]:
+    """{(id, choices, answer): 'config/file row N'} over every perturbed config of a release."""
+    import pyarrow.parquet as pq
+
+    from nabench.errors import NabenchError
+
+    if not Path(release).is_dir():
+        raise NabenchError(f"release {release} is not a folder")
+    index: dict[tuple[Any, ...], str] = {}
+    for path in sorted(Path(release).rglob("*.parquet")):
+        rel = path.relative_to(release).as_posix()
+        if rel.split("/")[0] in {"excluded", "labels"}:
+            continue
+        table = pq.read_table(path, columns=["id", "choices", "answer"])
+        for i, row in enumerate(table.to_pylist()):
+            index.setdefault(_row_key(row), f"{rel} row {i}")
+    return index
+
+
+def _source_items(header: Any, ctx: _Context, where: str) -> dict[str, dict[str, Any]] | None:
+    from nabench.errors import NabenchError
+    from nabench.sources import get_source
+
+    src = header.source
+    location = ctx.sources.get(src.dataset) or ctx.sources.get("*")
+    if location is None:
+        return None
+    key = (src.dataset, location, src.config, src.split)
+    if key not in ctx.source_cache:
+        try:
+            loaded = get_source(src.dataset).load(src.split, location=location, config=src.config)
+            ctx.source_cache[key] = {r["id"]: r for r in loaded.items.to_pylist()}
+        except NabenchError as exc:
+            ctx.source_cache[key] = exc
+    cached = ctx.source_cache[key]
+    if isinstance(cached, NabenchError):
+        ctx.add(where, "source_load", f"cannot load the source to trace ids: {cached}")
+        return None
+    return dict(cached)
+
+
+def _trace(row: Mapping[str, Any], source_row: Mapping[str, Any]) -> list[str]:
+    """Fields where a perturbed row disagrees with its source item."""
+    diffs = [f for f in _COMPARED if row[f] != source_row[f]]
+    if list(row["original_choices"]) != list(source_row["choices"]):
+        diffs.append("original_choices")
+    if row["original_answer"] != source_row["answer"]:
+        diffs.append("original_answer")
+    return diffs
+
+
+# --- builders and golden pairs ---------------------------------------------------------------
+
+
+def rebuild(
+    inputs: list[Mapping[str, Any]], parameters: Mapping[str, Any], labels: list[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Run the nabench builder named in `parameters` on canonical items."""
+    from nabench.perturb import BUILDERS, ItemColumns, LabelColumns
+    from nabench.sources._base import item_table
+
+    kind = parameters["builder"]
+    cls = BUILDERS[kind]
+    builder = cls() if kind == "original" else cls(na_text=parameters["na_text"])  # type: ignore[call-arg]
+    columns = {
+        k: [dict(i)[k] for i in inputs]
+        for k in ("id", "source", "subject", "question", "choices", "answer")
+    }
+    label_cols = LabelColumns.from_lists(
+        [r.get("na_applicable") for r in labels],
+        [r.get("labeler") for r in labels],
+        [r.get("guideline_version") for r in labels],
+    )
+    table = builder.build(
+        ItemColumns.from_table(item_table(columns), label_cols), int(parameters["seed"])
+    )
+    out: list[dict[str, Any]] = table.to_pylist()
+    return out
+
+
+def _builder_problem(parameters: Mapping[str, Any]) -> str | None:
+    from nabench.perturb import BUILDERS
+
+    kind = parameters.get("builder")
+    if kind is None:
+        return None
+    if kind not in BUILDERS:
+        return f"unknown builder {kind!r} (known: {', '.join(BUILDERS)})"
+    if not isinstance(parameters.get("seed"), int):
+        return "parameters.seed (an integer) is required with parameters.builder"
+    if kind != "original" and not isinstance(parameters.get("na_text"), str):
+        return "parameters.na_text (a string) is required with parameters.builder"
+    return None
+
+
+def _diff(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
+    fields = [k for k in expected if expected.get(k) != actual.get(k)]
+    return "; ".join(f"{k}: expected {expected.get(k)!r}, got {actual.get(k)!r}" for k in fields)
+
+
+def _golden(
+    folder: Path,
+    header: Any,
+    rows: list[dict[str, Any]],
+    source: dict[str, dict[str, Any]] | None,
+    builder_ok: bool,
+    bad: set[str],
+    ctx: _Context,
+) -> None:
+    from pydantic import BaseModel, ConfigDict, ValidationError
+
+    from nabench.schemas.item import Item, PerturbedItem
+
+    class _Case(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        input: Item
+        output: PerturbedItem
+
+    class _Golden(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        type: str
+        test_cases: list[_Case]
+
+    where = f"{folder.name}/{header.tests}"
+    path = folder / header.tests
+    if header.tests in bad:
+        return
+    if not path.is_file():
+        ctx.add(where, "golden_present", "golden pairs file is missing")
+        return
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        ctx.add(where, "golden_json", f"invalid JSON: {exc}")
+        return
+    try:
+        golden = _Golden.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            ctx.add(where, f"golden_schema:{loc}", _pydantic_message(err))
+        return
+    if not golden.test_cases:
+        ctx.add(where, "golden_present", "no test cases")
+        return
+    by_key = {(r["id"], r["variant"], r["na_text"]): r for r in rows}
+    outputs = [c.output.model_dump() for c in golden.test_cases]
+    inputs = [c.input.model_dump() for c in golden.test_cases]
+    produced = rebuild(inputs, header.parameters, outputs) if builder_ok else None
+    for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
+        oid = out["id"]
+        if oid != inp["id"]:
+            ctx.add(
+                where,
+                "golden_traces_input",
+                f"output id differs from input id {inp['id']!r}",
+                i,
+                oid,
+            )
+        elif diffs := _trace(out, inp):
+            ctx.add(
+                where,
+                "golden_traces_input",
+                "output does not carry its input's " + ", ".join(diffs),
+                i,
+                oid,
+            )
+        row = by_key.get((oid, out["variant"], out["na_text"]))
+        if row is None:
+            ctx.add(where, "golden_row_missing", "expected output is not among the rows", i, oid)
+        elif row != out:
+            ctx.add(where, "golden_row_mismatch", "row differs: " + _diff(out, row), i, oid)
+        if produced is not None and produced[i] != out:
+            ctx.add(
+                where,
+                "golden_pair_mismatch",
+                f"builder {header.parameters['builder']!r} gives another output: "
+                + _diff(out, produced[i]),
+                i,
+                oid,
+            )
+        if source is not None:
+            src = source.get(inp["id"])
+            if src is None:
+                ctx.add(where, "source_id_known", "input id is not a source row", i, inp["id"])
+            elif src != inp:
+                ctx.add(
+                    where,
+                    "golden_input_source",
+                    "input differs from the source row: " + _diff(src, inp),
+                    i,
+                    inp["id"],
+                )
+
+
+def _validate_one(folder: Path, ctx: _Context) -> None:
+    bad = _scan_files(folder, ctx)
+    header = _read_header(folder, bad, ctx)
+    if header is None:
+        return
+    declared = set(header.data)
+    for path in sorted(folder.iterdir()):
+        if path.suffix in DATA_SUFFIXES and path.name not in declared and path.name not in bad:
+            ctx.add(
+                f"{folder.name}/{path.name}",
+                "data_file_declared",
+                f"row file not listed in {HEADER} 'data'",
+            )
+    problem = _builder_problem(header.parameters)
+    if problem:
+        ctx.add(f"{folder.name}/{HEADER}", "header:parameters", problem)
+    na_text = header.parameters.get("na_text")
+    extra = (na_text,) if isinstance(na_text, str) else ()
+    source = _source_items(header, ctx, f"{folder.name}/{HEADER}")
+    all_rows: list[dict[str, Any]] = []
+    seen: dict[tuple[Any, ...], str] = {}
+    for name in header.data:
+        if name in bad:
+            continue
+        rows = _read_rows(folder, name, ctx)
+        if rows is None:
+            continue
+        where = f"{folder.name}/{name}"
+        _invariants(folder, rows, extra, ctx)
+        for row, pos in zip(rows.rows, rows.positions, strict=True):
+            rid = row["id"]
+            if row["source"] != header.source.dataset or not rid.startswith(
+                f"{header.source.dataset}/"
+            ):
+                ctx.add(
+                    where,
+                    "id_source",
+                    f"row is not from the header's source {header.source.dataset!r}",
+                    pos,
+                    rid,
+                )
+            key = (rid, row["variant"], row["na_text"], tuple(row["choices"]))
+            if key in seen and seen[key] != f"{name} row {pos}":
+                ctx.add(where, "duplicate_in_contribution", f"same row as {seen[key]}", pos, rid)
+            seen.setdefault(key, f"{name} row {pos}")
+            if ctx.release is not None and _row_key(row) in ctx.release:
+                ctx.add(
+                    where,
+                    "duplicate_of_release",
+                    f"already released as {ctx.release[_row_key(row)]}",
+                    pos,
+                    rid,
+                )
+            if source is not None:
+                src = source.get(rid)
+                if src is None:
+                    ctx.add(
+                        where,
+                        "source_id_known",
+                        f"id is not a row of {header.source.dataset} "
+                        f"{header.source.config or 'default'}/{header.source.split}",
+                        pos,
+                        rid,
+                    )
+                elif diffs := _trace(row, src):
+                    ctx.add(
+                        where,
+                        "source_row_matches",
+                        "row disagrees with its source item on " + ", ".join(diffs),
+                        pos,
+                        rid,
+                    )
+        all_rows.extend(rows.rows)
+    _golden(
+        folder,
+        header,
+        all_rows,
+        source,
+        problem is None and "builder" in header.parameters,
+        bad,
+        ctx,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m nabench.validate.contributions DIR [--source ...] [--release DIR]`."""
+    import click
+
+    @click.command()
+    @click.argument("path", type=click.Path(path_type=Path, exists=True))
+    @click.option("--source", "sources", multiple=True, metavar="[DATASET=]LOCATION")
+    @click.option("--release", type=click.Path(path_type=Path, exists=True, file_okay=False))
+    @click.option("--max-file-mb", type=float, default=20.0, show_default=True)
+    def cmd(path: Path, sources: tuple[str, ...], release: Path | None, max_file_mb: float) -> None:
+        report = validate_contributions(
+            path,
+            sources=parse_sources(sources),
+            release=release,
+            limits=Limits(max_file_bytes=int(max_file_mb * 2**20)),
+        )
+        for line in report.notes:
+            click.echo(line)
+        for v in report.violations:
+            click.echo(str(v), err=True)
+        if report.violations:
+            click.echo(f"FAILED: {len(report.violations)} violation(s)", err=True)
+            raise SystemExit(1)
+        click.echo(f"OK: {report.rows} row(s) in {report.files} file(s), 0 violations")
+
+    cmd.main(args=argv, prog_name="nabench-validate-contributions")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The dataset card: metadata, construction details from labels, merge with the previous card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+from publish_helpers import build_mmlu
+
+from nabench.cards import finalize_card, parse_changelog, split_front_matter
+
+
+def _labels_file(tmp_path: Path, mmlu_dir: Path, n: int) -> Path:
+    from nabench.sources import get_source
+
+    items = get_source("mmlu").load("test", location=str(mmlu_dir)).items.slice(0, n)
+    ids = items.column("id").to_pylist()
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "na_applicable": [i % 3 != 0 for i in range(n)],
+            "model": ["SmolLM2-135M-Instruct"] * n,
+            "guideline_version": ["na-1.2"] * n,
+        }
+    )
+    path = tmp_path / "labels.parquet"
+    frame.to_parquet(path)
+    return path
+
+
+def test_card_with_labels(tmp_path: Path, mmlu_dir: Path) -> None:
+    labels = _labels_file(tmp_path, mmlu_dir, 40)
+    out = tmp_path / "out"
+    build_mmlu(mmlu_dir, out, labels=str(labels))
+    card = (out / "README.md").read_text()
+    assert "Labeler model(s): `SmolLM2-135M-Instruct`." in card
+    assert "Guideline version(s): `na-1.2`." in card
+    # NA-applicability per subject, computed here independently from the staged configs.
+    lab = pq.read_table(out / "labels" / "test-00000-of-00001.parquet").to_pandas()
+    subj = pd.concat(
+        [
+            pq.read_table(
+                out / c / "test-00000-of-00001.parquet", columns=["id", "subject"]
+            ).to_pandas()
+            for c in ("original", "excluded")
+        ]
+    ).set_index("id")["subject"]
+    lab["subject"] = lab["id"].map(subj)
+    for subject, group in lab.groupby("subject"):
+        n, k = len(group), int(group["na_applicable"].sum())
+        assert f"| {subject} | {n} | {k} | {100 * k / n:.1f}% |" in card
+    assert "`not_na_applicable`" in card  # exclusion counts by reason
+    meta, _ = split_front_matter(card)
+    assert "labels" in {c["config_name"] for c in meta["configs"]}
+
+
+def test_rebuild_merges_previous_card(tmp_path: Path, mmlu_dir: Path) -> None:
+    out = tmp_path / "out"
+    build_mmlu(mmlu_dir, out, version="1.0.0", limit=20)
+    readme = (out / "README.md").read_text()
+    # Someone adds metadata by hand (as on the Hub): a rebuild must keep it.
+    (out / "README.md").write_text(
+        readme.replace(
+            "license: mit\n", "license: mit\nannotations_creators:\n- expert-generated\n"
+        )
+    )
+    build_mmlu(mmlu_dir, out, version="1.1.0", limit=30)
+    card = (out / "README.md").read_text()
+    meta, _ = split_front_matter(card)
+    assert meta["annotations_creators"] == ["expert-generated"]
+    entries = parse_changelog(card)
+    assert list(entries) == ["1.1.0", "1.0.0"]
+    assert "First release." in entries["1.0.0"]
+    assert "Previous release: recipe v1.0.0" in entries["1.1.0"]
+    assert 'revision="v1.1.0"' in card
+
+
+def test_finalize_is_idempotent(staged_v1: Path) -> None:
+    import json
+
+    readme = (staged_v1 / "README.md").read_text()
+    manifest = json.loads((staged_v1 / "build.json").read_text())
+    once = finalize_card(readme, version="1.2.0", repo_id="a/b", manifest=manifest)
+    twice = finalize_card(once, version="1.2.0", repo_id="a/b", manifest=manifest)
+    assert once == twice
+    assert list(parse_changelog(once)) == ["1.2.0", "1.0.0"]
+    assert 'load_dataset("a/b", "na_keyed", split="test", revision="v1.2.0")' in once

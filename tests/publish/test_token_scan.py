@@ -1,0 +1,102 @@
+"""Nothing a push writes or prints carries the token (dry run, git target, autospec Hub push)."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from test_hub_push import REPO_ID, hub_api
+
+from nabench.cli import main
+from nabench.publish.cli import publish
+from nabench.publish.hub import push
+
+
+def _cli() -> Any:
+    if "publish" not in main.commands:
+        main.add_command(publish)
+    return main
+
+
+def scan_tree(root: Path, token: bytes) -> list[str]:
+    """Files under root whose bytes hold the token; git objects are scanned decompressed."""
+    hits = [str(p) for p in root.rglob("*") if p.is_file() and token in p.read_bytes()]
+    for git_dir in {p.parent for p in root.rglob("HEAD") if (p.parent / "objects").is_dir()}:
+        dump = subprocess.run(
+            ["git", "--git-dir", str(git_dir), "cat-file", "--batch-all-objects", "--batch"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        if token in dump:
+            hits.append(f"{git_dir} (git objects)")
+    return hits
+
+
+def test_scanner_finds_a_planted_token(tmp_path: Path) -> None:
+    token = b"hf_dummy" + secrets.token_hex(12).encode()
+    (tmp_path / "a.txt").write_bytes(b"x" + token)
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    subprocess.run(
+        ["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"], input=token, check=True
+    )
+    hits = scan_tree(tmp_path, token)
+    assert any(h.endswith("a.txt") for h in hits) and any("git objects" in h for h in hits)
+
+
+def test_no_token_trace(
+    staged_v1: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    token = "hf_dummy" + secrets.token_hex(16)
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    caplog.set_level(logging.DEBUG)
+    runner = CliRunner()
+    outputs: list[str] = []
+
+    # 1. Dry run: prints the plan, and makes no network call at all.
+    def no_network(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"network call during a dry run: {args}")
+
+    with monkeypatch.context() as m:
+        m.setattr(socket.socket, "connect", no_network)
+        m.setattr(socket, "create_connection", no_network)
+        res = runner.invoke(_cli(), ["publish", str(staged_v1), "--repo-id", REPO_ID, "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert "add" in res.output and "v1.0.0" in res.output
+    outputs.append(res.output)
+
+    # 2. The git target, twice (the second is refused: existing tag).
+    repo = tmp_path / "internal" / "mmlu-na.git"
+    for expected in (0, 2):
+        res = runner.invoke(
+            _cli(), ["publish", str(staged_v1), "--repo-id", REPO_ID, "--to", f"git:{repo}"]
+        )
+        assert res.exit_code == expected, res.output
+        outputs.append(res.output)
+    assert "already exists" in outputs[-1]
+
+    # 3. The Hub push on the real HfApi signatures.
+    (tmp_path / "hub").mkdir()
+    api = hub_api(tmp_path / "hub")
+    push(staged_v1, REPO_ID, api=api)
+    sent = [repr(c) for c in api.mock_calls]
+    for op in api.create_commit.call_args.kwargs["operations"]:
+        content = getattr(op, "path_or_fileobj", b"")
+        sent.append(content.decode("utf-8", "replace") if isinstance(content, bytes) else "")
+
+    captured = capfd.readouterr()
+    texts = [*outputs, *sent, caplog.text, captured.out, captured.err]
+    assert not [t for t in texts if token in t]
+    assert scan_tree(tmp_path, token.encode()) == []
+    assert scan_tree(staged_v1, token.encode()) == []
