@@ -1,0 +1,211 @@
+"""Two-step question inference on a built artifact dataset.
+
+Step 1 runs the `qi_step1` prompts on any backend (cached, resumable); the inferred question
+is the completion's text before ``Answer:``. Step 2 (`qi_step2`) is the `full` prompt with
+only the test example's question replaced by the inferred one (items without an inferred
+question are left out and counted); the control `qi_random_question` inserts another item's
+real question, chosen by a seeded derangement (no item keeps its own). The raw step-1
+completions are kept as `qi_step1_outputs`. The build is re-staged (atomically) with the new
+configs, an updated card and a manifest section `question_inference`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nabench.errors import NabenchError, ValidationFailed
+from nabench.llm import Backend, ChatRequest, ResponseCache, RunStats, run_cached
+from nabench.perturb.artifacts.question_inference import (
+    extract_inferred_question,
+    replace_test_question,
+    seeded_derangement,
+)
+from nabench.perturb.rng import item_rng
+from nabench.stage.hub_layout import MANIFEST, StagedTable, stage
+
+STEP1_CONFIG = "qi_step1"
+STEP2_CONFIG = "qi_step2"
+RANDOM_CONFIG = "qi_random_question"
+OUTPUTS_CONFIG = "qi_step1_outputs"
+NEW_CONFIGS = (STEP2_CONFIG, RANDOM_CONFIG, OUTPUTS_CONFIG)
+DEFAULT_MAX_TOKENS = 96
+CACHE_NAMESPACE = "nabench.artifacts.qi_step1"
+
+
+@dataclass(frozen=True)
+class QuestionInferenceResult:
+    out: Path
+    counts: dict[str, dict[str, int]]
+    items: int
+    inferred: int
+    missing: int
+    errors: int
+    stats: RunStats
+
+
+def read_build(built: Path) -> tuple[dict[str, Any], list[StagedTable]]:
+    """The manifest and every table of a staged artifact build."""
+    path = built / MANIFEST
+    if not path.is_file():
+        raise NabenchError(f"{built}: no {MANIFEST} (not a nabench build)")
+    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("kind") != "artifacts":
+        raise NabenchError(f"{built}: not an artifacts build (kind {manifest.get('kind')!r})")
+    tables: list[StagedTable] = []
+    for rel in manifest.get("files", {}):
+        config, _, name = rel.partition("/")
+        if not name.endswith(".parquet"):
+            continue
+        split = name.split("-00000-of-")[0]
+        tables.append(StagedTable(config, split, pq.read_table(built / rel)))
+    return manifest, tables
+
+
+def step1_requests(step1: pa.Table, max_tokens: int) -> list[ChatRequest]:
+    """Raw completion requests for the step-1 prompts (greedy, with each row's stop)."""
+    return [
+        ChatRequest(prompt=p, stop=(s,), max_tokens=max_tokens, temperature=0.0)
+        for p, s in zip(
+            step1.column("prompt").to_pylist(), step1.column("stop").to_pylist(), strict=True
+        )
+    ]
+
+
+def _align(full: pa.Table, ids: Sequence[str]) -> pa.Table:
+    index = {item_id: i for i, item_id in enumerate(full.column("id").to_pylist())}
+    missing = [i for i in ids if i not in index]
+    if missing:
+        raise NabenchError(f"{len(missing)} qi_step1 item(s) have no `full` row, e.g. {missing[0]}")
+    return full.take(pa.array([index[i] for i in ids], pa.int64()))
+
+
+def infer_questions(
+    built: Path,
+    backend: Backend,
+    cache: ResponseCache,
+    *,
+    out: Path | None = None,
+    limit: int | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    progress: bool = True,
+) -> QuestionInferenceResult:
+    """Run step 1 on `backend`, build step 2 and the random-question control, re-stage.
+
+    `limit` keeps the first N `qi_step1` rows of each split. `out` defaults to `built`
+    (replaced atomically; earlier question-inference configs are replaced).
+    """
+    from nabench.build_artifacts import readme_renderer, validate_artifact_staged
+
+    built = Path(built)
+    manifest, tables = read_build(built)
+    tables = [t for t in tables if t.config not in NEW_CONFIGS]
+    by_key = {(t.config, t.split): t.table for t in tables}
+    splits = [t.split for t in tables if t.config == STEP1_CONFIG]
+    if not splits:
+        raise NabenchError(f"{built}: no {STEP1_CONFIG} config (add it to the recipe)")
+    seed = int(manifest["seed"])
+    dataset = str(manifest["source"]["dataset"])
+    new: list[StagedTable] = []
+    total = RunStats()
+    n_items = n_inferred = n_errors = 0
+    for split in splits:
+        full = by_key.get(("full", split))
+        if full is None:
+            raise NabenchError(f"{built}: step 2 needs the `full` config for split {split!r}")
+        step1 = by_key[(STEP1_CONFIG, split)]
+        if limit is not None:
+            step1 = step1.slice(0, limit)
+        ids = step1.column("id").to_pylist()
+        if len(ids) < 2:
+            raise NabenchError("question inference needs at least 2 items (random control)")
+        comps, stats = run_cached(
+            backend,
+            step1_requests(step1, max_tokens),
+            cache,
+            namespace=CACHE_NAMESPACE,
+            progress=progress,
+        )
+        total.total += stats.total
+        total.add(stats)
+        inferred = [extract_inferred_question(c.text) if c.ok else None for c in comps]
+        outputs = (
+            step1.append_column(
+                "completion", pa.array([c.text if c.ok else None for c in comps], pa.string())
+            )
+            .append_column("finish_reason", pa.array([c.finish_reason for c in comps], pa.string()))
+            .append_column("inferred_question", pa.array(inferred, pa.string()))
+            .append_column("model_id", pa.array([backend.model_id] * len(comps), pa.string()))
+            .append_column("error", pa.array([c.error for c in comps], pa.string()))
+        )
+        aligned = _align(full, ids)
+        step2 = replace_test_question(aligned, inferred, ids, STEP2_CONFIG)
+        rng = item_rng(seed, f"{dataset}/{split}", RANDOM_CONFIG)
+        perm = seeded_derangement(len(ids), rng)
+        real = aligned.column("question").to_pylist()
+        control = replace_test_question(
+            aligned, [real[j] for j in perm], [ids[j] for j in perm], RANDOM_CONFIG
+        )
+        new += [
+            StagedTable(STEP2_CONFIG, split, step2),
+            StagedTable(RANDOM_CONFIG, split, control),
+            StagedTable(OUTPUTS_CONFIG, split, outputs),
+        ]
+        n_items += len(ids)
+        n_inferred += step2.num_rows
+        n_errors += sum(1 for c in comps if not c.ok)
+
+    k = manifest.get("fewshot", {}).get("k")
+    violations = validate_artifact_staged(new, k=k)
+    if violations:
+        raise ValidationFailed(
+            f"{len(violations)} invariant violation(s):\n"
+            + "\n".join(str(v) for v in violations[:20])
+        )
+    staged = tables + new
+    counts: dict[str, dict[str, int]] = {}
+    for st in staged:
+        counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+    manifest = {k_: v for k_, v in manifest.items() if k_ != "files"}
+    manifest["counts"] = counts
+    manifest["question_inference"] = {
+        "backend": backend.name,
+        "model_id": backend.model_id,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "limit": limit,
+        "items": n_items,
+        "inferred": n_inferred,
+        "missing": n_items - n_inferred,
+        "errors": n_errors,
+        "seed": seed,
+        "derangement_rng": f'item_rng(seed, "{dataset}/<split>", "{RANDOM_CONFIG}")',
+        "cache_namespace": CACHE_NAMESPACE,
+        "stats": total.to_dict(),
+    }
+    target = Path(out) if out is not None else built
+    stage(target, staged, readme_renderer(manifest, staged), manifest)
+    return QuestionInferenceResult(
+        out=target,
+        counts={c: counts[c] for c in NEW_CONFIGS},
+        items=n_items,
+        inferred=n_inferred,
+        missing=n_items - n_inferred,
+        errors=n_errors,
+        stats=total,
+    )
+
+
+__all__ = [
+    "NEW_CONFIGS",
+    "QuestionInferenceResult",
+    "infer_questions",
+    "read_build",
+    "step1_requests",
+]
