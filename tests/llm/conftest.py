@@ -1,54 +1,17 @@
-"""Shared fixtures for the model-layer tests: the real SmolLM2 model, a real llama.cpp server,
-and a scripted loopback HTTP server for retry/concurrency mechanics."""
+"""Fixtures for the model-layer tests: the real SmolLM2 model, a real llama.cpp server,
+a scripted loopback HTTP server for retry/concurrency mechanics, a temp response cache."""
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_testlib import Scripted, start_scripted_server
 
-from nabench.llm import ChatRequest, ResponseCache
-
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["A", "B", "C", "D"]}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
-
-SYSTEM = "You answer multiple-choice questions. Reply with the letter of the correct option."
-
-QUESTIONS = [
-    ("What is 2 + 3?", ["4", "5", "6", "7"]),
-    ("Which planet is closest to the Sun?", ["Venus", "Earth", "Mercury", "Mars"]),
-    ("What colour is the sky on a clear day?", ["Green", "Blue", "Red", "Yellow"]),
-    ("Which animal barks?", ["Cat", "Cow", "Dog", "Fish"]),
-    ("What is the capital of France?", ["Berlin", "Madrid", "Rome", "Paris"]),
-    ("How many legs does a spider have?", ["6", "8", "10", "4"]),
-    ("Water freezes at what Celsius temperature?", ["0", "10", "100", "-10"]),
-    ("Which gas do plants absorb?", ["Oxygen", "Nitrogen", "Carbon dioxide", "Helium"]),
-]
-
-
-def mc_prompt(question: str, choices: list[str]) -> str:
-    letters = "ABCD"
-    opts = "\n".join(f"{letters[i]}. {c}" for i, c in enumerate(choices))
-    return f"{question}\n{opts}\nAnswer:"
-
-
-def mc_requests(n: int, **options: Any) -> list[ChatRequest]:
-    """`n` distinct chat requests sharing the system prompt."""
-    out = []
-    for i in range(n):
-        q, ch = QUESTIONS[i % len(QUESTIONS)]
-        out.append(ChatRequest.chat(f"[{i}] " + mc_prompt(q, ch), system=SYSTEM, **options))
-    return out
+from nabench.llm import ResponseCache
 
 
 @pytest.fixture(scope="session")
@@ -80,101 +43,13 @@ def cache(tmp_path: Path) -> Iterator[ResponseCache]:
         yield c
 
 
-# -- scripted loopback server ---------------------------------------------------------
-
-
-def chat_body(text: str, model: str = "scripted") -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-class Scripted:
-    """State of a loopback HTTP server whose responses a test scripts.
-
-    `respond(path, body, n)` returns (status, json) for the n-th POST (0-based).
-    """
-
-    def __init__(
-        self,
-        respond: Callable[[str, dict[str, Any], int], tuple[int, Any]],
-        delay_s: float = 0.0,
-        owned_by: str = "scripted",
-    ) -> None:
-        self.respond = respond
-        self.delay_s = delay_s
-        self.owned_by = owned_by
-        self.posts: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.inflight = 0
-        self.max_inflight = 0
-        self.url = ""
-
-
 @pytest.fixture
 def scripted_server() -> Iterator[Callable[..., Scripted]]:
     servers: list[ThreadingHTTPServer] = []
 
-    def start(
-        respond: Callable[[str, dict[str, Any], int], tuple[int, Any]],
-        delay_s: float = 0.0,
-        owned_by: str = "scripted",
-    ) -> Scripted:
-        state = Scripted(respond, delay_s, owned_by)
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, payload: Any) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._send(
-                    200,
-                    {
-                        "object": "list",
-                        "data": [
-                            {"id": "scripted-model", "object": "model", "owned_by": state.owned_by}
-                        ],
-                    },
-                )
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with state.lock:
-                    n = len(state.posts)
-                    state.posts.append(body)
-                    state.inflight += 1
-                    state.max_inflight = max(state.max_inflight, state.inflight)
-                try:
-                    time.sleep(state.delay_s)
-                    status, payload = state.respond(self.path, body, n)
-                finally:
-                    with state.lock:
-                        state.inflight -= 1
-                self._send(status, payload)
-
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    def start(*args: Any, **kwargs: Any) -> Scripted:
+        state, srv = start_scripted_server(*args, **kwargs)
         servers.append(srv)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        state.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
         return state
 
     yield start

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from conftest import ANSWER_SCHEMA, SYSTEM, mc_requests
+from llm_testlib import ANSWER_SCHEMA, SYSTEM, mc_requests
 
 from nabench.llm import ChatRequest, ResponseCache, complete_json, get_backend, run_cached
 

@@ -6,7 +6,7 @@ import json
 import urllib.request
 
 import pytest
-from conftest import ANSWER_SCHEMA, mc_requests
+from llm_testlib import ANSWER_SCHEMA, mc_requests
 
 from nabench.llm import OpenAIBackend, ResponseCache, complete_json, run_cached
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from conftest import ANSWER_SCHEMA, Scripted, chat_body
+from llm_testlib import ANSWER_SCHEMA, Scripted, chat_body
 
 from nabench.llm import ChatRequest, OpenAIBackend, ResponseCache, free_port, run_cached
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ANSWER_SCHEMA, SYSTEM, mc_requests
+from llm_testlib import ANSWER_SCHEMA, SYSTEM, mc_requests
 
 from nabench.llm import (
     ChatRequest,
