@@ -40,6 +40,7 @@ class BuildOptions:
     limit: int | None = None
     seed: int | None = None
     labels: str | None = None  # "none", a path, or None for the recipe's setting
+    cache: Path | None = None  # LLM response cache (labeling); default ~/.cache/nabench
     strict: bool = False
     progress: bool = True
 
@@ -106,7 +107,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     all_texts = tuple(
         t for b in builders if b.inserted_reason == "has_all_option" for t in b.inserted_texts
     )
-    label_mode, labels_frame, labeler_info = _resolve_labels(recipe, options)
+    label_source = _label_source(recipe, options)
+    label_mode = label_source.mode if label_source else "none"
 
     staged: list[StagedTable] = []
     sources_meta: dict[str, Any] = {}
@@ -127,7 +129,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         bar.update()
         audit = audit_items(items, na_texts, all_texts)
         _check_strict(audit.excluded, options.strict)
-        eligible, label_cols, label_excluded = _label(audit.eligible, labels_frame, label_mode)
+        eligible, label_cols, label_excluded, published = _label(audit.eligible, label_source)
         excluded = pa.concat_tables([audit.excluded, label_excluded])
         excluded_tables.append(excluded)
         bar.update()
@@ -137,8 +139,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             staged.append(StagedTable(builder.config_name, split, builder.build(columns, seed)))
             bar.update()
         staged.append(StagedTable("excluded", split, excluded))
-        if labels_frame is not None:
-            staged.append(StagedTable("labels", split, _labels_table(items, labels_frame)))
+        if published is not None:
+            staged.append(StagedTable("labels", split, published))
         bar.update()
     bar.close()
 
@@ -174,13 +176,14 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             "revision": recipe.source.revision,
             "splits": sources_meta,
         },
-        "labels": {"mode": label_mode, **labeler_info},
         "counts": counts,
         "exclusions": exclusions,
         "letter_shares": letter_shares,
         "warnings": warnings,
         "validation": {"violations": 0, "rules": "nabench.validate.invariants"},
     }
+    labeler_info = label_source.info() if label_source else {}
+    manifest["labels"] = {"mode": label_mode, **labeler_info}
     readme = _readme_renderer(recipe, source, manifest, staged, out)
     stage(out, staged, readme, manifest)
     return BuildResult(out, counts, exclusions, letter_shares, warnings)
@@ -207,48 +210,33 @@ def _check_strict(excluded: pa.Table, strict: bool) -> None:
             raise NabenchError(f"--strict: source row {item_id} is malformed ({', '.join(bad)})")
 
 
-def _resolve_labels(recipe: Recipe, options: BuildOptions) -> tuple[str, Any, dict[str, Any]]:
-    from nabench.label.files import read_labels
+def _label_source(recipe: Recipe, options: BuildOptions) -> Any:
+    """Where labels come from: --labels overrides the recipe's `labels` section."""
+    from nabench.label import FileLabels, llm_label_source
 
     choice = options.labels
     if choice is None:
-        if recipe.labels.mode == "none":
-            return "none", None, {}
-        if recipe.labels.mode == "file":
-            choice = recipe.labels.path
-        else:
-            from nabench.label import label_for_build
-
-            return "llm", *label_for_build(recipe, options)
+        if recipe.labels.mode == "llm":
+            return llm_label_source(recipe.labels.llm, options.cache, options.progress)
+        choice = recipe.labels.path if recipe.labels.mode == "file" else "none"
     if choice == "none":
-        return "none", None, {}
+        return None
     assert choice is not None
-    frame = read_labels(Path(choice))
-    models = sorted({str(m) for m in frame["model"].dropna()})
-    versions = sorted({str(v) for v in frame["guideline_version"].dropna()})
-    return "file", frame, {"path": str(choice), "models": models, "guideline_versions": versions}
+    return FileLabels(Path(choice))
 
 
 def _label(
-    eligible: pa.Table, labels_frame: Any, mode: str
-) -> tuple[pa.Table, LabelColumns | None, pa.Table]:
+    eligible: pa.Table, source: Any
+) -> tuple[pa.Table, LabelColumns | None, pa.Table, pa.Table | None]:
+    """(kept items, their label columns, label quarantine, labels table to publish)."""
     from nabench.label.files import apply_labels
 
-    if labels_frame is None:
-        return eligible, None, split_by_flags(eligible.slice(0, 0), {}).excluded
-    result = apply_labels(eligible, labels_frame)
+    if source is None:
+        return eligible, None, split_by_flags(eligible.slice(0, 0), {}).excluded, None
+    frame, published = source.labels_for(eligible)
+    result = apply_labels(eligible, frame)
     quarantine = split_by_flags(result.candidates, result.flags)
-    return result.kept, result.labels, quarantine.excluded
-
-
-def _labels_table(items: pa.Table, labels_frame: Any) -> pa.Table:
-    ids = set(items.column("id").to_pylist())
-    frame = labels_frame[labels_frame["id"].isin(ids)].copy()
-    frame = frame.sort_values("id", kind="stable").reset_index(drop=True)
-    for col in frame.columns:
-        if col != "na_applicable" and frame[col].dtype == object:
-            frame[col] = frame[col].map(lambda v: None if v is None else str(v))
-    return pa.Table.from_pandas(frame, preserve_index=False)
+    return result.kept, result.labels, quarantine.excluded, published
 
 
 def validate_staged(

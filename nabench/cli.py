@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -64,6 +65,11 @@ def list_cmd() -> None:
 @click.option(
     "--strict", is_flag=True, help="Fail on malformed source rows instead of quarantining."
 )
+@click.option("--cache", type=click.Path(path_type=Path), help="LLM response cache (labeling).")
+@click.option("--push", is_flag=True, help="Publish the build (see `nabench publish`).")
+@click.option("--repo-id", help="Target repo for --push [recipe publish.repo_id].")
+@click.option("--to", "push_to", help="--push target 'git:PATH' instead of the Hub.")
+@click.option("--dry-run", is_flag=True, help="With --push: print the publish plan only.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(
     recipe: str,
@@ -74,9 +80,17 @@ def build(
     seed: int | None,
     labels: str | None,
     strict: bool,
+    cache: Path | None,
+    push: bool,
+    repo_id: str | None,
+    push_to: str | None,
+    dry_run: bool,
     quiet: bool,
 ) -> None:
-    """Build a recipe (shipped name or YAML path) into the Hub repository layout."""
+    """Build a recipe (shipped name or YAML path) into the Hub repository layout.
+
+    With --push the finished build is published as the recipe's version (`nabench publish`).
+    """
     from nabench.build import BuildOptions, run_recipe
     from nabench.recipes import load_recipe
 
@@ -91,6 +105,7 @@ def build(
             seed=seed,
             labels=labels,
             strict=strict,
+            cache=cache,
             progress=not quiet,
         ),
     )
@@ -102,6 +117,16 @@ def build(
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(f"wrote {result.out}")
+    if push:
+        from nabench.publish.cli import publish_build
+
+        publish_build(
+            result.out,
+            repo_id or spec.publish.repo_id,
+            dry_run=dry_run,
+            to=push_to,
+            private=spec.publish.private,
+        )
 
 
 @main.command()
@@ -127,6 +152,116 @@ def validate(path: Path, max_errors: int) -> None:
     click.echo(f"OK: {report.rows} row(s) in {report.files} file(s), 0 violations")
 
 
+def llm_options(func: Any) -> Any:
+    """The model flags every model-calling command shares."""
+    options = [
+        click.option(
+            "--backend",
+            type=click.Choice(["local", "openai", "vllm"]),
+            default="local",
+            show_default=True,
+            help="Model backend.",
+        ),
+        click.option("--model", help="GGUF path (local), model name (openai), HF dir (vllm)."),
+        click.option("--base-url", help="OpenAI-compatible server URL [$OPENAI_BASE_URL]."),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=8,
+            show_default=True,
+            help="Requests in flight (openai backend).",
+        ),
+        click.option(
+            "--cache",
+            type=click.Path(path_type=Path),
+            help="Response cache [$NABENCH_CACHE or ~/.cache/nabench/responses.sqlite].",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@main.command()
+@click.argument("recipe")
+@click.option("--source", "source", help="Local Hub-layout folder, data file or Hub dataset id.")
+@click.option("--split", "splits", multiple=True, help="Split(s) to label [recipe's].")
+@click.option("--limit", type=click.IntRange(min=1), help="Label only the first N items per split.")
+@click.option("--guideline", default=None, help="Guideline name or path [recipe's].")
+@click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(min=16), default=128, show_default=True)
+@llm_options
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Labels parquet.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def label(
+    recipe: str,
+    source: str | None,
+    splits: tuple[str, ...],
+    limit: int | None,
+    guideline: str | None,
+    max_attempts: int,
+    max_tokens: int,
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    concurrency: int,
+    cache: Path | None,
+    out: Path,
+    quiet: bool,
+) -> None:
+    """Label a recipe's eligible items for NA-applicability with an LLM (cached, resumable)."""
+    from nabench.label.run import run_label_command
+
+    summary = run_label_command(
+        recipe,
+        source=source,
+        splits=splits,
+        limit=limit,
+        guideline=guideline,
+        max_attempts=max_attempts,
+        max_tokens=max_tokens,
+        backend=backend,
+        model=model,
+        base_url=base_url,
+        concurrency=concurrency,
+        cache=cache,
+        out=out,
+        progress=not quiet,
+    )
+    click.echo(
+        f"labeled {summary['n']} item(s): {summary['applicable']} applicable, "
+        f"{summary['not_applicable']} not, {summary['invalid']} invalid; "
+        f"calls={summary['calls']} cache_hits={summary['cache_hits']} -> {out}"
+    )
+
+
+@main.command()
+@click.argument("labels", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("human", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+def agree(labels: Path, human: Path, as_json: bool, seed: int) -> None:
+    """Agreement of LLM labels with human labels: n, raw agreement, Cohen's kappa (95% CI)."""
+    import json
+
+    from nabench.label.agree import agreement
+
+    result = agreement(labels, human, seed=seed)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo(f"n = {result.n}")
+    click.echo(f"raw agreement = {result.agreement:.3f}")
+    click.echo(
+        f"Cohen's kappa = {result.kappa:.3f} (95% CI {result.ci_low:.3f} to {result.ci_high:.3f})"
+    )
+    click.echo("confusion (rows: LLM, columns: human):")
+    for row, cells in result.confusion.items():
+        click.echo(f"  {row:<22} " + "  ".join(f"{k}={v}" for k, v in cells.items()))
+    if any(result.excluded.values()):
+        click.echo("not compared: " + ", ".join(f"{k}={v}" for k, v in result.excluded.items()))
+
+
 @main.group()
 def schema() -> None:
     """JSON Schemas of nabench's row formats."""
@@ -149,9 +284,12 @@ def schema_export(out: Path | None) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live beside their library code."""
+    from nabench.llm.cli import llm
+    from nabench.publish.cli import publish
     from nabench.selfknow.cli import selfknow
 
-    main.add_command(selfknow)
+    for group in (selfknow, llm, publish):
+        main.add_command(group)
 
 
 _register_subcommands()

@@ -1,15 +1,111 @@
-"""Labels: NA-applicability from a file or from an LLM following a versioned guideline."""
+"""Labels: NA-applicability from a file or from an LLM following a versioned guideline.
+
+`LabelSource` hides where labels come from: the build asks it for the labels of each
+split's eligible items and gets a frame (`id`, `na_applicable`, `model`,
+`guideline_version`) plus the table published as the `labels` config.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from nabench.errors import NabenchError
+import pandas as pd
+import pyarrow as pa
+
+from nabench.label.files import read_labels
+from nabench.label.guideline import Guideline, load_guideline
+from nabench.label.labeler import LabelRun, label_items
+from nabench.label.records import LABEL_ARROW, LabelRecord
 
 
-def label_for_build(recipe: Any, options: Any) -> tuple[Any, dict[str, Any]]:
-    """Label a build's items with the recipe's LLM labeler (see `nabench label`)."""
-    raise NabenchError(
-        f"recipe {recipe.name} labels with an LLM, which needs the labeling engine; "
-        "pass --labels none or --labels PATH"
-    )
+class LabelSource(ABC):
+    mode: str
+
+    @abstractmethod
+    def labels_for(self, items: pa.Table) -> tuple[pd.DataFrame, pa.Table]:
+        """(frame with id/na_applicable/model/guideline_version, table to publish)."""
+
+    def info(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass
+class FileLabels(LabelSource):
+    path: Path
+    mode: str = "file"
+
+    def __post_init__(self) -> None:
+        self.frame = read_labels(self.path)
+
+    def labels_for(self, items: pa.Table) -> tuple[pd.DataFrame, pa.Table]:
+        ids = set(items.column("id").to_pylist())
+        part = self.frame[self.frame["id"].isin(ids)].sort_values("id", kind="stable")
+        part = part.reset_index(drop=True)
+        published = part.copy()
+        for col in published.columns:
+            if col != "na_applicable" and published[col].dtype == object:
+                published[col] = published[col].map(lambda v: None if v is None else str(v))
+        return self.frame, pa.Table.from_pandas(published, preserve_index=False)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "models": sorted({str(m) for m in self.frame["model"].dropna()}),
+            "guideline_versions": sorted(
+                {str(v) for v in self.frame["guideline_version"].dropna()}
+            ),
+        }
+
+
+@dataclass
+class LLMLabels(LabelSource):
+    backend: Any
+    cache: Any
+    guideline: Guideline
+    progress: bool = True
+    mode: str = "llm"
+    stats: list[dict[str, Any]] = field(default_factory=list)
+
+    def labels_for(self, items: pa.Table) -> tuple[pd.DataFrame, pa.Table]:
+        run = label_items(items, self.backend, self.cache, self.guideline, progress=self.progress)
+        self.stats.append(run.stats)
+        frame = run.table.to_pandas()
+        frame["na_applicable"] = [None if pd.isna(v) else bool(v) for v in frame["na_applicable"]]
+        return frame, run.table
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend.name,
+            "model": self.backend.model_id,
+            "guideline": self.guideline.name,
+            "guideline_version": self.guideline.version,
+            "runs": self.stats,
+        }
+
+
+def llm_label_source(spec: Any, cache_path: Path | None, progress: bool) -> LLMLabels:
+    """The recipe's LLM labeler (`labels.llm`: backend, model, base_url, guideline, options)."""
+    from nabench.llm import ResponseCache
+    from nabench.llm.options import default_cache_path, make_backend
+
+    backend = make_backend(spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options)
+    cache = ResponseCache(cache_path or default_cache_path())
+    return LLMLabels(backend, cache, load_guideline(spec.guideline), progress)
+
+
+__all__ = [
+    "LABEL_ARROW",
+    "FileLabels",
+    "Guideline",
+    "LLMLabels",
+    "LabelRecord",
+    "LabelRun",
+    "LabelSource",
+    "label_items",
+    "llm_label_source",
+    "load_guideline",
+    "read_labels",
+]

@@ -1,0 +1,59 @@
+"""Agreement between LLM labels and human labels (raw agreement, Cohen's kappa with CI)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nabench.errors import NabenchError
+from nabench.evaluation.stats import cohen_kappa
+from nabench.label.files import read_labels
+
+
+@dataclass(frozen=True)
+class Agreement:
+    n: int
+    agreement: float
+    kappa: float
+    ci_low: float
+    ci_high: float
+    confusion: dict[str, dict[str, int]]
+    excluded: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def agreement(llm_labels: Path, human_labels: Path, seed: int = 0) -> Agreement:
+    """Join on `id`; only ids with a valid label on both sides are compared (others counted)."""
+    llm = read_labels(llm_labels)[["id", "na_applicable"]]
+    human = read_labels(human_labels)[["id", "na_applicable"]]
+    joined = llm.merge(human, on="id", how="inner", suffixes=("_llm", "_human"))
+    if joined.empty:
+        raise NabenchError("no ids in common between the two label files")
+    valid = joined["na_applicable_llm"].notna() & joined["na_applicable_human"].notna()
+    pairs = joined[valid]
+    if pairs.empty:
+        raise NabenchError("no id has a valid label in both files")
+    a = [bool(v) for v in pairs["na_applicable_llm"]]
+    b = [bool(v) for v in pairs["na_applicable_human"]]
+    result = cohen_kappa(a, b, labels=[True, False], seed=seed)
+    names = ["applicable", "not_applicable"]
+    confusion = {
+        f"llm_{names[i]}": {f"human_{names[j]}": int(result.confusion[i][j]) for j in range(2)}
+        for i in range(2)
+    }
+    return Agreement(
+        n=int(result.n),
+        agreement=float(result.agreement),
+        kappa=float(result.kappa),
+        ci_low=float(result.ci_low),
+        ci_high=float(result.ci_high),
+        confusion=confusion,
+        excluded={
+            "only_in_llm": int(len(llm) - len(joined)),
+            "only_in_human": int(len(human) - len(joined)),
+            "invalid_on_either_side": int((~valid).sum()),
+        },
+    )

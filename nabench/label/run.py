@@ -1,0 +1,108 @@
+"""`nabench label`: load a recipe's eligible items, label them, write parquet + summary JSON."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nabench.build import BuildOptions, make_builders
+from nabench.errors import NabenchError
+from nabench.label.guideline import load_guideline
+from nabench.label.labeler import label_items
+from nabench.llm import ResponseCache, write_json_atomic
+from nabench.llm.options import default_cache_path, make_backend
+from nabench.recipes import load_recipe
+from nabench.sources import get_source
+from nabench.validate.eligibility import audit_items
+
+
+def eligible_items(recipe: Any, options: BuildOptions) -> pa.Table:
+    """The items a build of `recipe` would label: every split, after the eligibility audit."""
+    source = get_source(recipe.source.dataset)
+    builders = make_builders(recipe)
+    na = [t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts]
+    aota = [t for b in builders if b.inserted_reason == "has_all_option" for t in b.inserted_texts]
+    tables = []
+    for split in options.splits or recipe.source.splits:
+        loaded = source.load(
+            split,
+            location=options.source or recipe.source.hub_id,
+            config=recipe.source.config,
+            revision=recipe.source.revision,
+            seed=recipe.seed,
+        )
+        items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
+        tables.append(audit_items(items, na, aota).eligible)
+    return pa.concat_tables(tables)
+
+
+def write_parquet_atomic(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_label_command(
+    recipe_name: str,
+    *,
+    source: str | None,
+    splits: Sequence[str],
+    limit: int | None,
+    guideline: str | None,
+    max_attempts: int,
+    max_tokens: int,
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    concurrency: int,
+    cache: Path | None,
+    out: Path,
+    progress: bool,
+) -> dict[str, Any]:
+    recipe = load_recipe(recipe_name)
+    if getattr(recipe, "kind", "na") != "na":
+        raise NabenchError(f"recipe {recipe.name} is not an NA recipe; nothing to label")
+    spec = recipe.labels.llm
+    guide = load_guideline(guideline or (spec.guideline if spec else "na_applicability"))
+    items = eligible_items(
+        recipe, BuildOptions(source=source, splits=splits or None, limit=limit, progress=progress)
+    )
+    model_backend = make_backend(
+        backend,
+        model,
+        base_url,
+        concurrency,
+        spec.options if spec and spec.backend == backend else None,
+    )
+    run = label_items(
+        items,
+        model_backend,
+        ResponseCache(cache or default_cache_path()),
+        guide,
+        max_attempts=max_attempts,
+        max_tokens=max_tokens,
+        progress=progress,
+    )
+    write_parquet_atomic(run.table, out)
+    values = run.table.column("na_applicable").to_pylist()
+    summary = {
+        **run.stats,
+        "applicable": sum(v is True for v in values),
+        "not_applicable": sum(v is False for v in values),
+        "recipe": recipe.name,
+        "output": str(out),
+    }
+    write_json_atomic(summary, out.with_suffix(".summary.json"))
+    return summary
