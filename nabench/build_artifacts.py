@@ -204,11 +204,9 @@ def validate_artifact_staged(
     """Artifact invariants of every prompt config (few-shot questions searched for when the
     pool is given) and the canonical schema of the `excluded` / `fewshot` configs."""
     questions: dict[str, str] | None = None
-    choices: dict[str, list[str]] | None = None
     if pool is not None:
         pool_ids = pool.column("id").to_pylist()
         questions = dict(zip(pool_ids, pool.column("question").to_pylist(), strict=True))
-        choices = dict(zip(pool_ids, pool.column("choices").to_pylist(), strict=True))
     violations: list[Violation] = []
     for st in staged:
         if st.config == EXCLUDED_CONFIG:
@@ -216,11 +214,7 @@ def validate_artifact_staged(
         elif st.config == FEWSHOT_CONFIG:
             violations.extend(check_schema(st.table, "item", st.relpath))
         else:
-            violations.extend(
-                check_artifacts(
-                    st.table, st.relpath, k=k, questions=questions, pool_choices=choices
-                )
-            )
+            violations.extend(check_artifacts(st.table, st.relpath, k=k, questions=questions))
     return violations
 
 

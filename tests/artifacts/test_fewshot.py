@@ -152,5 +152,5 @@ def test_recipe_rejects_evaluating_the_fewshot_split() -> None:
         parse_recipe({**base, "prompt_types": ["full", "full"]}, "bad")
     with pytest.raises(RecipeError, match="prompt_types"):
         parse_recipe({**base, "prompt_types": ["choices_only", "nope"]}, "bad")
-    with pytest.raises(RecipeError, match="variants.*Extra inputs"):
+    with pytest.raises(RecipeError, match=r"variants.*Extra inputs"):
         parse_recipe({**base, "variants": []}, "bad")

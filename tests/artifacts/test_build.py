@@ -1,0 +1,174 @@
+"""Full builds of `mmlu-artifacts` and `arc-artifacts` from the real data: configs, counts,
+offline loading with `datasets`, `nabench validate`, and byte-identical rebuilds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from nabench.build import BuildOptions, BuildResult, run_recipe
+from nabench.build_artifacts import build_artifacts
+from nabench.errors import NabenchError
+from nabench.recipes import load_recipe
+from nabench.validate import validate_path
+
+PROMPT_CONFIGS = (
+    "full",
+    "choices_only",
+    "mem_no_choices",
+    "mem_gold_choices",
+    "mem_empty_choices",
+    "prior_choice",
+    "prior_choice_with_question",
+    "qi_step1",
+)
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _load_offline(out: Path, split: str, configs: tuple[str, ...]) -> dict[str, list[str]]:
+    code = (
+        "import datasets, json, sys\n"
+        "out = {}\n"
+        "for c in sys.argv[3:]:\n"
+        "    ds = datasets.load_dataset(sys.argv[1], c, split=sys.argv[2])\n"
+        "    out[c] = [ds.num_rows, *ds.column_names[:4], ds[0]['prompt'][-7:]]\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(out), split, *configs],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    loaded: dict[str, list[str]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def _validate_cli(out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nabench.cli", "validate", str(out)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_mmlu_build_counts_and_manifest(mmlu_build: BuildResult) -> None:
+    counts = mmlu_build.counts
+    n = counts["full"]["test"]
+    assert n + counts["excluded"]["test"] == 14042
+    assert mmlu_build.exclusions["by_reason"] == {"duplicate_choices": 9}
+    for config in PROMPT_CONFIGS:
+        expected = 4 * n if config.startswith("prior") else n
+        assert counts[config]["test"] == expected
+    assert counts["fewshot"]["dev"] == 285
+    manifest = json.loads((mmlu_build.out / "build.json").read_text())
+    assert manifest["kind"] == "artifacts"
+    assert manifest["fewshot"]["protocol"] == "same_subject"
+    assert manifest["fewshot"]["groups"] == {"test": 57}
+    assert manifest["validation"]["violations"] == 0
+    for rel, digest in manifest["files"].items():
+        assert hashlib.sha256((mmlu_build.out / rel).read_bytes()).hexdigest() == digest
+    card = (mmlu_build.out / "README.md").read_text()
+    assert "## Few-shot protocol" in card and "`choices_only`" in card
+    assert "Artifacts or Abduction" in card
+
+
+def test_mmlu_configs_load_offline_with_datasets(mmlu_build: BuildResult) -> None:
+    loaded = _load_offline(mmlu_build.out, "test", PROMPT_CONFIGS)
+    for config in PROMPT_CONFIGS:
+        rows, *columns, tail = loaded[config]
+        assert rows == mmlu_build.counts[config]["test"]
+        assert columns == ["id", "item_id", "prompt_type", "prompt"]
+        assert tail == ("Question:" if config == "qi_step1" else "Answer:")[-7:]
+
+
+def test_mmlu_build_passes_nabench_validate(mmlu_build: BuildResult) -> None:
+    proc = _validate_cli(mmlu_build.out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "0 violations" in proc.stdout
+
+
+def test_mmlu_few_shot_examples_are_the_subject_dev_examples(mmlu_build: BuildResult) -> None:
+    table = pq.read_table(mmlu_build.out / "full" / "test-00000-of-00001.parquet")
+    fewshot = pq.read_table(mmlu_build.out / "fewshot" / "dev-00000-of-00001.parquet")
+    subject_of = dict(
+        zip(fewshot.column("id").to_pylist(), fewshot.column("subject").to_pylist(), strict=True)
+    )
+    for subject, shots in zip(
+        table.column("subject").to_pylist()[::500],
+        table.column("fewshot_ids").to_pylist()[::500],
+        strict=True,
+    ):
+        assert len(shots) == 5 and {subject_of[s] for s in shots} == {subject}
+
+
+def test_arc_build_loads_validates_and_uses_25_train_examples(arc_build: BuildResult) -> None:
+    counts = arc_build.counts
+    assert counts["full"]["test"] + counts["excluded"]["test"] == 1172
+    assert arc_build.exclusions["by_reason"] == {"not_four_choices": 7}
+    assert counts["fewshot"]["train"] == 25
+    loaded = _load_offline(arc_build.out, "test", PROMPT_CONFIGS)
+    assert {c: v[0] for c, v in loaded.items()} == {c: counts[c]["test"] for c in PROMPT_CONFIGS}
+    proc = _validate_cli(arc_build.out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    table = pq.read_table(arc_build.out / "choices_only" / "test-00000-of-00001.parquet")
+    shots = table.column("fewshot_ids").to_pylist()
+    assert all(len(s) == 25 and s == shots[0] for s in shots)
+    assert all(s.startswith("arc_challenge/train/") for s in shots[0])
+
+
+def test_same_seed_rebuilds_byte_identical(
+    arc_build: BuildResult, arc_dir: Path, tmp_path: Path
+) -> None:
+    again = run_recipe(
+        load_recipe("arc-artifacts"),
+        BuildOptions(source=str(arc_dir), out=tmp_path / "again", progress=False),
+    )
+    assert _hashes(again.out) == _hashes(arc_build.out)
+    other = build_artifacts(
+        load_recipe("arc-artifacts"),
+        BuildOptions(source=str(arc_dir), out=tmp_path / "other", seed=1, progress=False),
+    )
+    a = pq.read_table(arc_build.out / "full" / "test-00000-of-00001.parquet")
+    b = pq.read_table(other.out / "full" / "test-00000-of-00001.parquet")
+    assert a.column("fewshot_ids")[0] != b.column("fewshot_ids")[0]
+
+
+def test_limit_and_strict(arc_dir: Path, tmp_path: Path) -> None:
+    recipe = load_recipe("arc-artifacts")
+    small = build_artifacts(
+        recipe, BuildOptions(source=str(arc_dir), out=tmp_path / "s", limit=30, progress=False)
+    )
+    assert small.counts["full"]["test"] + small.counts["excluded"]["test"] == 30
+    assert validate_path(small.out).violations == []
+    # --strict refuses malformed rows only (not_four_choices is not a data defect)
+    build_artifacts(
+        recipe, BuildOptions(source=str(arc_dir), out=tmp_path / "t", strict=True, progress=False)
+    )
+    mmlu = load_recipe("mmlu-artifacts")
+    with pytest.raises(NabenchError, match="--strict"):
+        build_artifacts(
+            mmlu,
+            BuildOptions(
+                source=str(Path(arc_dir).parent / "cais__mmlu"),
+                out=tmp_path / "m",
+                strict=True,
+                progress=False,
+            ),
+        )
