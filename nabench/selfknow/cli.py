@@ -1,16 +1,24 @@
-"""``selfknow`` command group: score self-knowledge (Line of Duty) result tables."""
+"""``selfknow`` command group: generate and classify self-knowledge tasks, score result tables."""
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
+import yaml
 
 from nabench.errors import NabenchError
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
 from nabench.selfknow.report import format_metrics_text, metrics_to_dict, write_report
 from nabench.selfknow.table import CANONICAL_COLUMNS, load_selfknow_table, parse_column_mapping
+
+if TYPE_CHECKING:
+    from nabench.llm import Backend
 
 
 @click.group(name="selfknow")
@@ -72,6 +80,296 @@ def metrics_command(
         click.echo(json.dumps(metrics_to_dict(primary, alternative), ensure_ascii=False))
     else:
         click.echo(format_metrics_text(primary, alternative, title=str(table)), nl=False)
+
+
+# -- generate / classify -------------------------------------------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _model_options(func: F) -> F:
+    """--backend, --model, --base-url, --option, --cache, --seed, --max-attempts, --quiet."""
+    for decorator in reversed(
+        [
+            click.option(
+                "--backend",
+                type=click.Choice(["local", "openai", "vllm"]),
+                default="local",
+                show_default=True,
+                help="Model backend (nabench.llm).",
+            ),
+            click.option(
+                "--model",
+                default=None,
+                help="local: GGUF path [SmolLM2-135M-Instruct]; openai/vllm: model name.",
+            ),
+            click.option("--base-url", default=None, help="OpenAI-compatible server (openai)."),
+            click.option(
+                "--option",
+                "backend_options",
+                multiple=True,
+                metavar="KEY=VALUE",
+                help="Extra backend option (value parsed as YAML), e.g. n_threads=1. Repeatable.",
+            ),
+            click.option(
+                "--cache",
+                type=click.Path(path_type=Path, dir_okay=False),
+                default=None,
+                help="Response cache (SQLite) [selfknow.cache.sqlite beside --out].",
+            ),
+            click.option("--seed", type=int, default=0, show_default=True),
+            click.option(
+                "--max-tokens", type=click.IntRange(min=1), default=256, show_default=True
+            ),
+            click.option(
+                "--max-attempts", type=click.IntRange(min=1), default=3, show_default=True
+            ),
+            click.option(
+                "--chunk-size",
+                type=click.IntRange(min=1),
+                default=8,
+                show_default=True,
+                help="Requests per cache commit (a killed run loses at most one chunk).",
+            ),
+            click.option("--quiet", is_flag=True, help="No progress bars."),
+        ]
+    ):
+        func = decorator(func)
+    return func
+
+
+def _parse_options(items: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise NabenchError(f"bad --option {item!r}: expected KEY=VALUE")
+        options[key.strip()] = yaml.safe_load(value)
+    return options
+
+
+def _open_backend(
+    backend: str, model: str | None, base_url: str | None, items: tuple[str, ...]
+) -> Backend:
+    from nabench.selfknow.pipeline import open_backend
+    from nabench.selfknow.recipe import ModelSpec
+
+    spec = ModelSpec(
+        backend=backend,  # type: ignore[arg-type]
+        model=model,
+        base_url=base_url,
+        options=_parse_options(items),
+    )
+    return open_backend(spec)
+
+
+def _write_table(table: Any, path: Path) -> None:
+    """Parquet with the Hub features metadata, written atomically."""
+    from nabench.stage.hub_layout import write_parquet
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write_parquet(table, Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _beside(out: Path, suffix: str) -> Path:
+    return out.with_name(f"{out.stem}{suffix}")
+
+
+def _default_cache(out: Path, cache: Path | None) -> Path:
+    return cache if cache is not None else out.parent / "selfknow.cache.sqlite"
+
+
+def _fail(exc: NabenchError) -> NoReturn:
+    click.echo(f"error: {exc}", err=True)
+    raise SystemExit(exc.exit_code) from exc
+
+
+@selfknow.command("generate")
+@_model_options
+@click.option(
+    "--n-per-class",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Tasks per class (feasible, infeasible) and per style, spread evenly over the types.",
+)
+@click.option(
+    "--style",
+    "styles",
+    type=click.Choice(["vanilla", "challenge"]),
+    multiple=True,
+    help="Prompt style(s); repeat for both [vanilla].",
+)
+@click.option("--temperature", type=click.FloatRange(min=0), default=1.0, show_default=True)
+@click.option("--max-task-chars", type=click.IntRange(min=1), default=400, show_default=True)
+@click.option("--max-analysis-chars", type=click.IntRange(min=1), default=300, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Tasks asked for in one request (1: one task per request).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("tasks.parquet"),
+    show_default=True,
+    help="Tasks parquet; <stem>.quarantine.parquet and <stem>.stats.json are written beside it.",
+)
+def generate_command(
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    backend_options: tuple[str, ...],
+    cache: Path | None,
+    seed: int,
+    max_tokens: int,
+    max_attempts: int,
+    chunk_size: int,
+    quiet: bool,
+    n_per_class: int,
+    styles: tuple[str, ...],
+    temperature: float,
+    max_task_chars: int,
+    max_analysis_chars: int,
+    batch_size: int,
+    out: Path,
+) -> None:
+    """Generate a balanced set of feasible/infeasible tasks; quarantine malformed ones."""
+    from nabench.llm import ResponseCache, write_stats
+    from nabench.selfknow.generate import GenerationSettings, generate_tasks
+
+    try:
+        settings = GenerationSettings(
+            n_per_class=n_per_class,
+            styles=tuple(styles or ("vanilla",)),  # type: ignore[arg-type]
+            seed=seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            max_task_chars=max_task_chars,
+            max_analysis_chars=max_analysis_chars,
+            max_attempts=max_attempts,
+            batch_size=batch_size,
+            chunk_size=chunk_size,
+        )
+        with ResponseCache(_default_cache(out, cache)) as store:
+            model_backend = _open_backend(backend, model, base_url, backend_options)
+            try:
+                result = generate_tasks(model_backend, store, settings, progress=not quiet)
+            finally:
+                model_backend.close()
+    except NabenchError as exc:
+        _fail(exc)
+    quarantine_path = _beside(out, ".quarantine.parquet")
+    stats_path = _beside(out, ".stats.json")
+    _write_table(result.tasks, out)
+    _write_table(result.quarantine, quarantine_path)
+    write_stats(result.stats, stats_path)
+    extra = result.stats.extra
+    click.echo(
+        f"requests: {result.stats.total} (model calls {result.stats.calls}, "
+        f"cache hits {result.stats.cache_hits}); valid JSON: {extra['valid']}, "
+        f"invalid: {extra['invalid']}"
+    )
+    reasons = ", ".join(f"{k}={v}" for k, v in result.quarantine_counts.items()) or "none"
+    click.echo(
+        f"kept: {result.tasks.num_rows}; quarantined: {result.quarantine.num_rows} ({reasons})"
+    )
+    click.echo(f"wrote {out}, {quarantine_path}, {stats_path}")
+
+
+@selfknow.command("classify")
+@click.argument("tasks", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@_model_options
+@click.option(
+    "--style",
+    type=click.Choice(["vanilla", "challenge", "same"]),
+    default="same",
+    show_default=True,
+    help="Prompt style; 'same': the style each task was generated with.",
+)
+@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@click.option("--max-answer-chars", type=click.IntRange(min=1), default=400, show_default=True)
+@click.option("--max-analysis-chars", type=click.IntRange(min=1), default=300, show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("classifications.parquet"),
+    show_default=True,
+    help="Classifications parquet (canonical columns: 'nabench selfknow metrics' reads it); "
+    "<stem>.stats.json is written beside it.",
+)
+def classify_command(
+    tasks: Path,
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    backend_options: tuple[str, ...],
+    cache: Path | None,
+    seed: int,
+    max_tokens: int,
+    max_attempts: int,
+    chunk_size: int,
+    quiet: bool,
+    style: str,
+    temperature: float,
+    max_answer_chars: int,
+    max_analysis_chars: int,
+    out: Path,
+) -> None:
+    """Classify every task of TASKS (a tasks parquet) with the model: answer or refuse + reason.
+
+    A model other than the generator's gives cross-model classification (column cross_model).
+    """
+    import pandas as pd
+
+    from nabench.llm import ResponseCache, write_stats
+    from nabench.selfknow.classify import ClassificationSettings, classify_tasks
+
+    try:
+        try:
+            frame = pd.read_parquet(tasks)
+        except (OSError, ValueError) as exc:
+            raise NabenchError(f"cannot read tasks {tasks}: {exc}") from exc
+        settings = ClassificationSettings(
+            style=style,  # type: ignore[arg-type]
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+            max_answer_chars=max_answer_chars,
+            max_analysis_chars=max_analysis_chars,
+            max_attempts=max_attempts,
+            chunk_size=chunk_size,
+        )
+        with ResponseCache(_default_cache(out, cache)) as store:
+            model_backend = _open_backend(backend, model, base_url, backend_options)
+            try:
+                result = classify_tasks(model_backend, store, frame, settings, progress=not quiet)
+            finally:
+                model_backend.close()
+    except NabenchError as exc:
+        _fail(exc)
+    stats_path = _beside(out, ".stats.json")
+    _write_table(result.table, out)
+    write_stats(result.stats, stats_path)
+    summary = result.summary
+    click.echo(
+        f"tasks: {summary.total} (model calls {result.stats.calls}, cache hits "
+        f"{result.stats.cache_hits}); valid JSON: {summary.valid}, invalid: {summary.invalid}"
+    )
+    click.echo(
+        f"classes: {summary.by_class}; reasons in taxonomy: {summary.known_reasons}, "
+        f"not in taxonomy: {sum(summary.unknown_reasons.values())}"
+    )
+    click.echo(f"wrote {out}, {stats_path}")
 
 
 if __name__ == "__main__":

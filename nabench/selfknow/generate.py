@@ -1,0 +1,579 @@
+"""Generation of self-knowledge tasks: a balanced plan, model calls, and quarantine.
+
+**Plan.** For ``n_per_class`` tasks per class (feasible, infeasible) and per prompt style:
+
+* each of the taxonomy's types gets ``n // T`` slots of each class (``T`` = number of types,
+  5 in taxonomy 1.0). When ``n`` is not a multiple of ``T`` the remaining ``n % T`` slots go to
+  ``n % T`` *distinct* types drawn with ``random.Random(f"{seed}:remainder:{category}")``, so
+  per-type counts differ by at most one and every class still has exactly ``n`` slots;
+* an infeasible slot's reason is drawn within its type with
+  ``random.Random(f"{seed}:reasons:{type_id}")``: the type's reasons are shuffled and dealt in
+  rounds, so a type's reasons are used equally often (± 1) and the draw is reproducible;
+* every slot gets its own request seed (``random.Random(f"{seed}:request:{task_id}")``) and its
+  index ("task 3 of 4 of this kind") is in the prompt, so no two slots are the same request and
+  the response cache never collapses them. The plan does not depend on the style: every style
+  gets the same slots (so styles are comparable).
+
+No global random state is used anywhere.
+
+**Quarantine.** A generated task is kept only if it is valid JSON (after ``max_attempts``
+tries, see :func:`nabench.llm.complete_json`) and matches its planned slot. Everything else is
+kept in the quarantine table with a reason (:data:`QUARANTINE_REASONS`), never dropped:
+
+* ``invalid_json``: no valid JSON after every attempt (backend errors included);
+* ``missing_from_batch``: a batched request returned fewer tasks than slots;
+* ``empty_task``: the task text is blank;
+* ``category_mismatch``: the category is not the planned one;
+* ``unknown_type`` / ``type_mismatch``: the type is not in the taxonomy (aliases are accepted)
+  / is another type than planned;
+* ``unknown_reason`` / ``reason_mismatch``: for an infeasible slot, the reason is not in the
+  taxonomy / is another reason than planned;
+* ``feasible_with_reason``: a feasible slot came back with a reason (``""``, "none", "n/a" and
+  the like count as no reason);
+* ``duplicate``: same text, after :func:`normalise_reason` folding, as a task kept earlier;
+* ``near_duplicate``: character 3-gram Jaccard similarity ≥ :data:`NEAR_DUPLICATE_THRESHOLD`
+  (0.8) with a task kept earlier.
+
+The first four checks run on every row, and all failing checks are listed (``reasons``); the
+first one is the row's ``reason``. Duplicates are searched, in plan order, among the tasks kept
+so far *within one prompt style* (styles are separate experimental conditions).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from nabench.errors import NabenchError
+from nabench.llm import Backend, ChatRequest, JsonResult, ResponseCache, RunStats, complete_json
+from nabench.selfknow.prompts import (
+    CLASSES,
+    STYLES,
+    PromptSet,
+    SlotText,
+    Style,
+    generation_prompt,
+    generation_schema,
+    load_prompts,
+)
+from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy, normalise_reason
+
+NEAR_DUPLICATE_THRESHOLD = 0.8
+"""Character 3-gram Jaccard similarity at or above which a task is a near-duplicate."""
+
+QUARANTINE_REASONS: tuple[str, ...] = (
+    "invalid_json",
+    "missing_from_batch",
+    "empty_task",
+    "category_mismatch",
+    "unknown_type",
+    "type_mismatch",
+    "unknown_reason",
+    "reason_mismatch",
+    "feasible_with_reason",
+    "duplicate",
+    "near_duplicate",
+)
+
+NO_REASON_TEXTS = frozenset({"", "none", "n a", "na", "null", "nil", "no reason", "not applicable"})
+"""Folded reason texts that mean "no reason" (a feasible verdict)."""
+
+GENERATION_NAMESPACE = "selfknow.generate"
+
+_STR = pa.string()
+
+TASKS_ARROW = pa.schema(
+    [
+        ("task_id", _STR),
+        ("slot_id", pa.int64()),
+        ("task", _STR),
+        ("category", _STR),
+        ("type", _STR),
+        ("type_id", _STR),
+        ("reason", _STR),
+        ("reason_id", _STR),
+        ("prompt_style", _STR),
+        ("prompt_version", _STR),
+        ("taxonomy_version", _STR),
+        ("generator_model", _STR),
+        ("generator_backend", _STR),
+        ("temperature", pa.float64()),
+        ("seed", pa.int64()),
+        ("request_seed", pa.int64()),
+        ("attempts", pa.int64()),
+        ("analysis", _STR),
+        ("raw_output", _STR),
+    ]
+)
+"""Columns of the ``tasks`` config: one row per kept task. ``reason`` is "" for feasible."""
+
+QUARANTINE_ARROW = pa.schema(
+    [
+        ("task_id", _STR),
+        ("slot_id", pa.int64()),
+        ("quarantine_reason", _STR),
+        ("quarantine_reasons", pa.list_(_STR)),
+        ("detail", _STR),
+        ("task", _STR),
+        ("category", _STR),
+        ("type", _STR),
+        ("reason", _STR),
+        ("planned_category", _STR),
+        ("planned_type", _STR),
+        ("planned_reason", _STR),
+        ("prompt_style", _STR),
+        ("prompt_version", _STR),
+        ("taxonomy_version", _STR),
+        ("generator_model", _STR),
+        ("generator_backend", _STR),
+        ("temperature", pa.float64()),
+        ("seed", pa.int64()),
+        ("request_seed", pa.int64()),
+        ("attempts", pa.int64()),
+        ("valid_json", pa.bool_()),
+        ("error", _STR),
+        ("analysis", _STR),
+        ("raw_output", _STR),
+    ]
+)
+"""Columns of the ``quarantine`` config: one row per planned slot that yielded no kept task.
+
+``category``/``type``/``reason``/``task`` are what the model returned (null if nothing valid).
+"""
+
+
+# -- plan ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One planned task: style, class, type and (infeasible only) reason."""
+
+    slot_id: int
+    task_id: str
+    style: Style
+    category: str
+    type_id: str
+    reason_id: str | None
+    index: int
+    count: int
+    request_seed: int
+
+
+def type_counts(n: int, taxonomy: Taxonomy, seed: int, category: str) -> dict[str, int]:
+    """Slots per type for ``n`` tasks of ``category``: ``n // T`` each, remainder to random types.
+
+    The ``n % T`` extra slots go to distinct types drawn with
+    ``random.Random(f"{seed}:remainder:{category}")``.
+    """
+    if n < 0:
+        raise NabenchError(f"n_per_class must be >= 0, not {n}")
+    type_ids = [sk_type.id for sk_type in taxonomy.types]
+    base, extra = divmod(n, len(type_ids))
+    lucky = set(random.Random(f"{seed}:remainder:{category}").sample(type_ids, extra))
+    return {type_id: base + (type_id in lucky) for type_id in type_ids}
+
+
+def draw_reasons(taxonomy: Taxonomy, type_id: str, k: int, seed: int) -> list[str]:
+    """``k`` reason ids of type ``type_id``: shuffled rounds over the type's reasons."""
+    rng = random.Random(f"{seed}:reasons:{type_id}")
+    reasons = [reason.id for reason in taxonomy.type_by_id(type_id).reasons]
+    out: list[str] = []
+    while len(out) < k:
+        round_ = list(reasons)
+        rng.shuffle(round_)
+        out.extend(round_)
+    return out[:k]
+
+
+def plan_slots(
+    n_per_class: int,
+    styles: Sequence[Style] = ("vanilla",),
+    seed: int = 0,
+    taxonomy: Taxonomy | None = None,
+) -> list[Slot]:
+    """The balanced plan: ``n_per_class`` slots per class and per style (see module doc)."""
+    taxonomy = taxonomy or load_taxonomy()
+    unknown = [style for style in styles if style not in STYLES]
+    if unknown or not styles:
+        raise NabenchError(f"styles must be a non-empty list of {', '.join(STYLES)}: {unknown}")
+    if len(set(styles)) != len(styles):
+        raise NabenchError(f"styles repeat: {list(styles)}")
+    base: list[tuple[str, str, str | None, int, int]] = []
+    for category in CLASSES:
+        counts = type_counts(n_per_class, taxonomy, seed, category)
+        for sk_type in taxonomy.types:
+            k = counts[sk_type.id]
+            reasons: list[str | None] = (
+                list(draw_reasons(taxonomy, sk_type.id, k, seed))
+                if category == "infeasible"
+                else [None] * k
+            )
+            for index, reason_id in enumerate(reasons, start=1):
+                base.append((category, sk_type.id, reason_id, index, k))
+    slots: list[Slot] = []
+    for style in styles:
+        for category, type_id, reason_id, index, count in base:
+            task_id = f"{style}-{category}-{type_id}-{index:03d}"
+            slots.append(
+                Slot(
+                    slot_id=len(slots),
+                    task_id=task_id,
+                    style=style,
+                    category=category,
+                    type_id=type_id,
+                    reason_id=reason_id,
+                    index=index,
+                    count=count,
+                    request_seed=random.Random(f"{seed}:request:{task_id}").randrange(2**31),
+                )
+            )
+    return slots
+
+
+# -- settings and requests ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How tasks are generated (the recipe's ``generator`` section minus the backend)."""
+
+    n_per_class: int
+    styles: tuple[Style, ...] = ("vanilla",)
+    seed: int = 0
+    temperature: float = 1.0
+    max_tokens: int = 256
+    max_task_chars: int = 400
+    max_analysis_chars: int = 300
+    max_attempts: int = 3
+    batch_size: int = 1
+    chunk_size: int = 8
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.chunk_size < 1 or self.max_attempts < 1:
+            raise NabenchError("batch_size, chunk_size and max_attempts must be >= 1")
+
+
+def _slot_text(slot: Slot, taxonomy: Taxonomy) -> SlotText:
+    sk_type = taxonomy.type_by_id(slot.type_id)
+    reason = None
+    if slot.reason_id is not None:
+        reason = next(r for r in sk_type.reasons if r.id == slot.reason_id)
+    return SlotText(slot.category, sk_type, reason, slot.index, slot.count)
+
+
+def group_slots(slots: Sequence[Slot], batch_size: int) -> list[list[Slot]]:
+    """Consecutive slots of one style, at most ``batch_size`` per request."""
+    groups: list[list[Slot]] = []
+    for slot in slots:
+        if groups and groups[-1][0].style == slot.style and len(groups[-1]) < batch_size:
+            groups[-1].append(slot)
+        else:
+            groups.append([slot])
+    return groups
+
+
+def generation_request(
+    group: Sequence[Slot],
+    settings: GenerationSettings,
+    prompts: PromptSet,
+    taxonomy: Taxonomy,
+) -> ChatRequest:
+    """The request for one group of slots (one slot unless batching)."""
+    style = group[0].style
+    user = generation_prompt(prompts, style, [_slot_text(slot, taxonomy) for slot in group])
+    return ChatRequest.chat(
+        user,
+        system=prompts.text("generation", "system"),
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        seed=group[0].request_seed,
+    )
+
+
+# -- checks ----------------------------------------------------------------------------------
+
+
+def is_no_reason(text: object) -> bool:
+    """True for blank reasons and spellings of "no reason" (see :data:`NO_REASON_TEXTS`)."""
+    return normalise_reason(text) in NO_REASON_TEXTS
+
+
+def check_task(slot: Slot, value: dict[str, Any], taxonomy: Taxonomy) -> list[str]:
+    """Quarantine reasons of one schema-valid generated task against its slot ([] = keep)."""
+    reasons: list[str] = []
+    if not str(value.get("task", "")).strip():
+        reasons.append("empty_task")
+    if normalise_reason(value.get("category")) != slot.category:
+        reasons.append("category_mismatch")
+    sk_type = taxonomy.find_type(value.get("type"))
+    if sk_type is None:
+        reasons.append("unknown_type")
+    elif sk_type.id != slot.type_id:
+        reasons.append("type_mismatch")
+    reason_text = value.get("reason")
+    if slot.category == "feasible":
+        if not is_no_reason(reason_text):
+            reasons.append("feasible_with_reason")
+    else:
+        reason = taxonomy.find_reason(reason_text)
+        if reason is None:
+            reasons.append("unknown_reason")
+        elif reason.id != slot.reason_id:
+            reasons.append("reason_mismatch")
+    return reasons
+
+
+def char_ngrams(text: str, n: int = 3) -> frozenset[str]:
+    """Character ``n``-grams of the folded text (the whole text if shorter than ``n``)."""
+    folded = normalise_reason(text)
+    if len(folded) < n:
+        return frozenset({folded}) if folded else frozenset()
+    return frozenset(folded[i : i + n] for i in range(len(folded) - n + 1))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b| (1.0 for two empty sets)."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+@dataclass
+class DuplicateIndex:
+    """Tasks kept so far; finds exact (folded) and near (3-gram Jaccard) duplicates."""
+
+    threshold: float = NEAR_DUPLICATE_THRESHOLD
+    _exact: dict[str, str] = field(default_factory=dict)
+    _grams: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+
+    def check(self, task_id: str, text: str) -> tuple[str, str] | None:
+        """``(reason, detail)`` if ``text`` duplicates a kept task, else keep it and ``None``."""
+        folded = normalise_reason(text)
+        if folded in self._exact:
+            return "duplicate", f"same text as {self._exact[folded]}"
+        grams = char_ngrams(text)
+        best: tuple[float, str] | None = None
+        for other_id, other in self._grams:
+            small, large = sorted((len(grams), len(other)))
+            if large and small / large < self.threshold:  # Jaccard <= small/large
+                continue
+            score = jaccard(grams, other)
+            if score >= self.threshold and (best is None or score > best[0]):
+                best = (score, other_id)
+        if best is not None:
+            return "near_duplicate", f"3-gram Jaccard {best[0]:.3f} with {best[1]}"
+        self._exact[folded] = task_id
+        self._grams.append((task_id, grams))
+        return None
+
+
+def find_duplicates(
+    items: Iterable[tuple[str, str]], threshold: float = NEAR_DUPLICATE_THRESHOLD
+) -> dict[str, tuple[str, str]]:
+    """``{task_id: (reason, detail)}`` for each (task_id, text) duplicating an earlier one."""
+    index = DuplicateIndex(threshold=threshold)
+    found: dict[str, tuple[str, str]] = {}
+    for task_id, text in items:
+        hit = index.check(task_id, text)
+        if hit is not None:
+            found[task_id] = hit
+    return found
+
+
+# -- run -------------------------------------------------------------------------------------
+
+
+@dataclass
+class GenerationResult:
+    """Kept tasks, quarantined slots and the run statistics of one generation run."""
+
+    tasks: pa.Table
+    quarantine: pa.Table
+    stats: RunStats
+    plan: list[Slot]
+
+    @property
+    def quarantine_counts(self) -> dict[str, int]:
+        counts = Counter(self.quarantine.column("quarantine_reason").to_pylist())
+        return {reason: counts[reason] for reason in QUARANTINE_REASONS if counts[reason]}
+
+
+def _merge_stats(parts: Sequence[RunStats], total: int) -> RunStats:
+    merged = RunStats(total=total)
+    for part in parts:
+        merged.add(part)
+    for key in ("valid", "invalid"):
+        merged.extra[key] = sum(int(part.extra.get(key, 0)) for part in parts)
+    return merged
+
+
+def _str(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def generate_tasks(
+    backend: Backend,
+    cache: ResponseCache,
+    settings: GenerationSettings,
+    *,
+    taxonomy: Taxonomy | None = None,
+    prompts: PromptSet | None = None,
+    progress: bool = False,
+    duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
+) -> GenerationResult:
+    """Plan, ask ``backend`` (through ``cache``) for every slot, check and quarantine.
+
+    Requests that share a schema (same style and batch size) go to
+    :func:`~nabench.llm.complete_json` together, in chunks of ``settings.chunk_size``; each
+    finished chunk is committed to ``cache``, so a killed run resumes where it stopped.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    prompts = prompts or load_prompts()
+    plan = plan_slots(settings.n_per_class, settings.styles, settings.seed, taxonomy)
+    groups = group_slots(plan, settings.batch_size)
+    namespace = f"{GENERATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
+
+    by_schema: dict[tuple[str, int], list[int]] = {}
+    for g, group in enumerate(groups):
+        by_schema.setdefault((group[0].style, len(group)), []).append(g)
+    results: dict[int, JsonResult] = {}
+    parts: list[RunStats] = []
+    for (style, size), members in by_schema.items():
+        schema = generation_schema(
+            style,  # type: ignore[arg-type]
+            settings.max_task_chars,
+            settings.max_analysis_chars,
+            batch_size=size,
+        )
+        requests = [generation_request(groups[g], settings, prompts, taxonomy) for g in members]
+        out, stats = complete_json(
+            backend,
+            cache,
+            requests,
+            schema,
+            max_attempts=settings.max_attempts,
+            namespace=namespace,
+            chunk_size=settings.chunk_size,
+            progress=progress,
+        )
+        parts.append(stats)
+        results.update(zip(members, out, strict=True))
+
+    common = {
+        "prompt_version": prompts.version,
+        "taxonomy_version": taxonomy.version,
+        "generator_model": backend.model_id,
+        "generator_backend": backend.name,
+        "temperature": float(settings.temperature),
+        "seed": settings.seed,
+    }
+    kept: list[dict[str, Any]] = []
+    quarantined: list[dict[str, Any]] = []
+    duplicates = {style: DuplicateIndex(threshold=duplicate_threshold) for style in STYLES}
+    for g, group in enumerate(groups):
+        result = results[g]
+        items: list[dict[str, Any] | None]
+        analysis = ""
+        if not result.valid:
+            items = [None] * len(group)
+        elif len(group) > 1:  # a batched request: {"tasks": [...]}
+            analysis = _str(result.value.get("analysis"))
+            listed = list(result.value["tasks"])
+            items = [listed[i] if i < len(listed) else None for i in range(len(group))]
+        else:
+            analysis = _str(result.value.get("analysis"))
+            items = [result.value]
+        for slot, value in zip(group, items, strict=True):
+            sk_type = taxonomy.type_by_id(slot.type_id)
+            planned_reason = (
+                next(r.name for r in sk_type.reasons if r.id == slot.reason_id)
+                if slot.reason_id
+                else ""
+            )
+            row: dict[str, Any] = {
+                **common,
+                "task_id": slot.task_id,
+                "slot_id": slot.slot_id,
+                "prompt_style": slot.style,
+                "request_seed": slot.request_seed,
+                "attempts": result.attempts,
+                "analysis": analysis,
+                "raw_output": result.raw,
+            }
+            if value is None:
+                reason = "invalid_json" if not result.valid else "missing_from_batch"
+                detail = _str(result.error) if not result.valid else "batch returned fewer tasks"
+                reasons = [reason]
+            else:
+                reasons = check_task(slot, value, taxonomy)
+                detail = "; ".join(
+                    f"{name}: got {json.dumps(value.get(key), ensure_ascii=False)}"
+                    for name, key in (
+                        ("category_mismatch", "category"),
+                        ("unknown_type", "type"),
+                        ("type_mismatch", "type"),
+                        ("unknown_reason", "reason"),
+                        ("reason_mismatch", "reason"),
+                        ("feasible_with_reason", "reason"),
+                    )
+                    if name in reasons
+                )
+                if not reasons:
+                    hit = duplicates[slot.style].check(slot.task_id, str(value["task"]))
+                    if hit is not None:
+                        reasons, detail = [hit[0]], hit[1]
+            if not reasons:
+                kept.append(
+                    {
+                        **row,
+                        "task": str(value["task"]).strip(),  # type: ignore[index]
+                        "category": slot.category,
+                        "type": sk_type.name,
+                        "type_id": sk_type.id,
+                        "reason": planned_reason,
+                        "reason_id": slot.reason_id or "",
+                    }
+                )
+                continue
+            quarantined.append(
+                {
+                    **row,
+                    "quarantine_reason": reasons[0],
+                    "quarantine_reasons": reasons,
+                    "detail": detail,
+                    "task": None if value is None else _str(value.get("task")),
+                    "category": None if value is None else _str(value.get("category")),
+                    "type": None if value is None else _str(value.get("type")),
+                    "reason": None if value is None else _str(value.get("reason")),
+                    "planned_category": slot.category,
+                    "planned_type": sk_type.name,
+                    "planned_reason": planned_reason,
+                    "valid_json": result.valid,
+                    "error": _str(result.error),
+                }
+            )
+
+    stats = _merge_stats(parts, total=len(groups))
+    stats.extra.update(
+        {
+            "slots": len(plan),
+            "kept": len(kept),
+            "quarantined": len(quarantined),
+            "quarantine_by_reason": dict(
+                sorted(Counter(row["quarantine_reason"] for row in quarantined).items())
+            ),
+        }
+    )
+    return GenerationResult(
+        tasks=pa.Table.from_pylist(kept, schema=TASKS_ARROW),
+        quarantine=pa.Table.from_pylist(quarantined, schema=QUARANTINE_ARROW),
+        stats=stats,
+        plan=plan,
+    )

@@ -1,0 +1,418 @@
+"""``nabench build`` for ``kind: selfknow``: generation → quarantine → classification → metrics.
+
+Output (``options.out``, default ``build/<recipe name>``), staged atomically in the Hub layout:
+
+* ``tasks/test-…parquet``: kept generated tasks (:data:`~.generate.TASKS_ARROW`);
+* ``quarantine/test-…parquet``: planned slots without a kept task, with the reason;
+* ``classifications/test-…parquet``: the model's verdict on each kept task
+  (:data:`~.classify.CLASSIFICATIONS_ARROW`, scoreable by ``nabench selfknow metrics``);
+* ``README.md`` (card from ``selfknow_card.md.jinja``) and ``build.json`` (manifest);
+* ``report/``: ``report.md``, ``metrics.json`` and a bar chart per type (written after
+  staging, so not hashed in ``build.json``); with several prompt styles, also
+  ``report/<style>/`` for each style.
+
+Beside the output: ``<out>.stats.json`` (the run statistics: ``calls``, ``cache_hits``, ...,
+with per-stage detail) and, unless another path is given, the response cache
+``<out>.cache.sqlite``. Every model call goes through :func:`nabench.llm.complete_json` and
+that cache, so a rerun makes no call, and a killed run resumes with only the missing requests.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from nabench import __version__
+from nabench.build import BuildOptions, BuildResult
+from nabench.cards import render_card, size_category
+from nabench.llm import Backend, ResponseCache, RunStats, get_backend, write_stats
+from nabench.selfknow.classify import ClassificationResult, ClassificationSettings, classify_tasks
+from nabench.selfknow.generate import GenerationResult, GenerationSettings, generate_tasks
+from nabench.selfknow.metrics import SelfKnowledgeMetrics, selfknow_metrics
+from nabench.selfknow.prompts import PromptSet, load_prompts
+from nabench.selfknow.recipe import ModelSpec, SelfKnowRecipe
+from nabench.selfknow.report import SCORE_LABELS, write_report
+from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
+from nabench.stage.hub_layout import StagedTable, stage
+
+SPLIT = "test"
+CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
+
+
+def default_cache_path(out: Path) -> Path:
+    """``<out>.cache.sqlite`` beside the output folder or file."""
+    return out.parent / f"{out.name}.cache.sqlite"
+
+
+def default_stats_path(out: Path) -> Path:
+    """``<out>.stats.json`` beside the output folder or file."""
+    return out.parent / f"{out.name}.stats.json"
+
+
+def open_backend(spec: ModelSpec) -> Backend:
+    """The backend a recipe's model section describes."""
+    return get_backend(spec.backend, **spec.backend_options())
+
+
+def generation_settings(recipe: SelfKnowRecipe, n_per_class: int, seed: int) -> GenerationSettings:
+    gen = recipe.generator
+    return GenerationSettings(
+        n_per_class=n_per_class,
+        styles=tuple(gen.styles),
+        seed=seed,
+        temperature=gen.temperature,
+        max_tokens=gen.max_tokens,
+        max_task_chars=gen.max_task_chars,
+        max_analysis_chars=gen.max_analysis_chars,
+        max_attempts=gen.max_attempts,
+        batch_size=gen.batch_size,
+        chunk_size=gen.chunk_size,
+    )
+
+
+def classification_settings(recipe: SelfKnowRecipe, seed: int) -> ClassificationSettings:
+    cls = recipe.classifier
+    return ClassificationSettings(
+        style=cls.style,
+        temperature=cls.temperature,
+        seed=seed,
+        max_tokens=cls.max_tokens,
+        max_answer_chars=cls.max_answer_chars,
+        max_analysis_chars=cls.max_analysis_chars,
+        max_attempts=cls.max_attempts,
+        chunk_size=cls.chunk_size,
+    )
+
+
+def combine_stats(generation: RunStats, classification: RunStats) -> RunStats:
+    """One run's statistics: summed counts, with each stage's own in ``extra``."""
+    total = RunStats(total=generation.total + classification.total)
+    total.add(generation)
+    total.add(classification)
+    total.extra = {
+        "generation": generation.to_dict(),
+        "classification": classification.to_dict(),
+    }
+    return total
+
+
+@dataclass
+class SelfKnowRun:
+    """Everything one pipeline run produced."""
+
+    out: Path
+    generation: GenerationResult
+    classification: ClassificationResult
+    metrics: dict[str, SelfKnowledgeMetrics]
+    stats: RunStats
+    cache_path: Path
+    stats_path: Path
+    report_dir: Path
+    warnings: list[str] = field(default_factory=list)
+
+
+def run_selfknow(
+    recipe: SelfKnowRecipe,
+    out: Path,
+    *,
+    seed: int | None = None,
+    limit: int | None = None,
+    cache_path: Path | None = None,
+    progress: bool = False,
+    taxonomy: Taxonomy | None = None,
+    prompts: PromptSet | None = None,
+) -> SelfKnowRun:
+    """Run the whole study for ``recipe`` into ``out`` (see the module docstring)."""
+    taxonomy = taxonomy or load_taxonomy()
+    prompts = prompts or load_prompts()
+    seed = recipe.seed if seed is None else seed
+    n_per_class = recipe.generator.n_per_class
+    if limit is not None:
+        n_per_class = min(n_per_class, limit)
+    out = Path(out)
+    cache_path = cache_path or default_cache_path(out)
+    stats_path = default_stats_path(out)
+    classifier_spec = recipe.classifier_model()
+
+    with ResponseCache(cache_path) as cache:
+        gen_backend = open_backend(recipe.generator)
+        cls_backend: Backend | None = None
+        try:
+            generation = generate_tasks(
+                gen_backend,
+                cache,
+                generation_settings(recipe, n_per_class, seed),
+                taxonomy=taxonomy,
+                prompts=prompts,
+                progress=progress,
+            )
+            if classifier_spec.same_model_as(recipe.generator):
+                cls_backend = gen_backend
+            else:  # cross-model: free the generator before loading the classifier
+                gen_backend.close()
+                cls_backend = open_backend(classifier_spec)
+            classification = classify_tasks(
+                cls_backend,
+                cache,
+                generation.tasks,
+                classification_settings(recipe, seed),
+                taxonomy=taxonomy,
+                prompts=prompts,
+                progress=progress,
+            )
+        finally:
+            gen_backend.close()
+            if cls_backend is not None and cls_backend is not gen_backend:
+                cls_backend.close()
+
+    stats = combine_stats(generation.stats, classification.stats)
+    frame = classification.table.to_pandas()
+    metrics = {
+        mode: selfknow_metrics(frame, match=mode, taxonomy=taxonomy)  # type: ignore[arg-type]
+        for mode in ("reason", "type")
+    }
+    warnings = _warnings(generation, classification)
+    staged = [
+        StagedTable("tasks", SPLIT, generation.tasks),
+        StagedTable("quarantine", SPLIT, generation.quarantine),
+        StagedTable("classifications", SPLIT, classification.table),
+    ]
+    counts = {st.config: {SPLIT: st.table.num_rows} for st in staged}
+    manifest = _manifest(
+        recipe, seed, n_per_class, limit, generation, classification, metrics, counts, warnings
+    )
+    manifest.update({"cache": str(cache_path), "stats": str(stats_path)})
+    readme = _readme_renderer(
+        recipe, seed, n_per_class, generation, classification, metrics, counts, prompts, taxonomy
+    )
+    stage(out, staged, readme, manifest)
+
+    report_dir = out / "report"
+    title = f"Self-knowledge metrics: {recipe.name} v{recipe.version}"
+    write_report(report_dir, metrics["reason"], metrics["type"], title=title)
+    styles = list(recipe.generator.styles)
+    if len(styles) > 1:
+        for style in styles:
+            part = frame[frame["prompt_style"] == style]
+            write_report(
+                report_dir / style,
+                selfknow_metrics(part, match="reason", taxonomy=taxonomy),
+                selfknow_metrics(part, match="type", taxonomy=taxonomy),
+                title=f"{title} ({style} prompts)",
+            )
+    write_stats(stats, stats_path)
+    return SelfKnowRun(
+        out=out,
+        generation=generation,
+        classification=classification,
+        metrics=metrics,
+        stats=stats,
+        cache_path=cache_path,
+        stats_path=stats_path,
+        report_dir=report_dir,
+        warnings=warnings,
+    )
+
+
+def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult:
+    """The ``selfknow`` pipeline of :data:`nabench.build.PIPELINES`.
+
+    ``options.limit`` caps ``n_per_class``, ``options.seed`` overrides the recipe seed,
+    ``options.cache`` (``nabench build --cache``) chooses the response cache, by default
+    ``<out>.cache.sqlite``.
+    """
+    out = options.out or Path("build") / recipe.name
+    run = run_selfknow(
+        recipe,
+        out,
+        seed=options.seed,
+        limit=options.limit,
+        cache_path=getattr(options, "cache", None),
+        progress=options.progress,
+    )
+    counts = {
+        "tasks": {SPLIT: run.generation.tasks.num_rows},
+        "quarantine": {SPLIT: run.generation.quarantine.num_rows},
+        "classifications": {SPLIT: run.classification.table.num_rows},
+    }
+    by_reason = run.generation.quarantine_counts
+    return BuildResult(
+        out=run.out,
+        counts=counts,
+        exclusions={"total": sum(by_reason.values()), "by_reason": by_reason},
+        letter_shares={},
+        warnings=run.warnings,
+    )
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _rate(valid: int, total: int) -> float | None:
+    return None if total == 0 else valid / total
+
+
+def generation_summary(generation: GenerationResult) -> dict[str, Any]:
+    extra = generation.stats.extra
+    requests = generation.stats.total
+    return {
+        "slots": len(generation.plan),
+        "requests": requests,
+        "valid_json": extra.get("valid", 0),
+        "invalid_json": extra.get("invalid", 0),
+        "valid_json_rate": _rate(int(extra.get("valid", 0)), requests),
+        "kept": generation.tasks.num_rows,
+        "quarantined": generation.quarantine.num_rows,
+        "quarantine_by_reason": generation.quarantine_counts,
+    }
+
+
+def _warnings(generation: GenerationResult, classification: ClassificationResult) -> list[str]:
+    warnings: list[str] = []
+    if generation.tasks.num_rows == 0:
+        warnings.append(
+            f"no generated task passed quarantine ({generation.quarantine.num_rows} quarantined)"
+        )
+    summary = classification.summary
+    if summary.invalid:
+        warnings.append(
+            f"{summary.invalid} of {summary.total} classification(s) are not valid JSON "
+            "(kept with valid=false, counted as invalid rows by the metrics)"
+        )
+    if summary.unknown_reasons:
+        warnings.append(
+            f"{sum(summary.unknown_reasons.values())} classification reason(s) are not in the "
+            "taxonomy (kept verbatim)"
+        )
+    return warnings
+
+
+def _scores(metrics: SelfKnowledgeMetrics) -> dict[str, Any]:
+    return {"n": metrics.n, **metrics.scores.as_dict(), "counts": metrics.counts.as_dict()}
+
+
+def _manifest(
+    recipe: SelfKnowRecipe,
+    seed: int,
+    n_per_class: int,
+    limit: int | None,
+    generation: GenerationResult,
+    classification: ClassificationResult,
+    metrics: dict[str, SelfKnowledgeMetrics],
+    counts: dict[str, dict[str, int]],
+    warnings: list[str],
+) -> dict[str, Any]:
+    first = generation.tasks.column("generator_model").to_pylist()[:1]
+    cls_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
+    return {
+        "nabench_version": __version__,
+        "python": platform.python_version(),
+        "recipe": recipe.model_dump(mode="json"),
+        "kind": "selfknow",
+        "seed": seed,
+        "n_per_class": n_per_class,
+        "limit": limit,
+        "generator_model": first[0] if first else None,
+        "classifier_models": cls_models,
+        "counts": counts,
+        "generation": generation_summary(generation),
+        "classification": classification.summary.as_dict(),
+        "metrics": {mode: _scores(value) for mode, value in metrics.items()},
+        "warnings": warnings,
+    }
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _readme_renderer(
+    recipe: SelfKnowRecipe,
+    seed: int,
+    n_per_class: int,
+    generation: GenerationResult,
+    classification: ClassificationResult,
+    metrics: dict[str, SelfKnowledgeMetrics],
+    counts: dict[str, dict[str, int]],
+    prompts: PromptSet,
+    taxonomy: Taxonomy,
+) -> Any:
+    total = max((sum(c.values()) for c in counts.values()), default=0)
+    gen_summary = generation_summary(generation)
+    cls_summary = classification.summary.as_dict()
+    models = generation.tasks.column("generator_model").to_pylist()
+    models += generation.quarantine.column("generator_model").to_pylist()
+    generator_model = models[0] if models else ""
+    classifier_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
+
+    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
+        pretty = f"Self-knowledge tasks (nabench {recipe.name})"
+        metadata: dict[str, Any] = {
+            "language": ["en"],
+            "pretty_name": pretty,
+            "task_categories": ["text-classification", "text-generation"],
+            "size_categories": [size_category(total)],
+            "tags": ["nabench", "self-knowledge", "line-of-duty", "synthetic", "llm-generated"],
+            "configs": configs,
+            "dataset_info": infos,
+        }
+        if recipe.publish.license:
+            metadata["license"] = recipe.publish.license
+        score_rows = [
+            {
+                "label": label,
+                **{mode: _fmt(getattr(m.scores, key)) for mode, m in metrics.items()},
+            }
+            for key, label in SCORE_LABELS
+        ]
+        context = {
+            "pretty_name": pretty,
+            "summary": recipe.description
+            or "Tasks a model wrote as feasible or infeasible for itself, and its own verdicts.",
+            "nabench_version": __version__,
+            "recipe_name": recipe.name,
+            "recipe_version": recipe.version,
+            "seed": seed,
+            "n_per_class": n_per_class,
+            "styles": ", ".join(recipe.generator.styles),
+            "generator_model": generator_model or "(none)",
+            "generator_backend": recipe.generator.backend,
+            "generator_temperature": recipe.generator.temperature,
+            "classifier_models": ", ".join(classifier_models) or "(none)",
+            "cross_model": not recipe.classifier.same_as_generator,
+            "classifier_temperature": recipe.classifier.temperature,
+            "classifier_style": recipe.classifier.style,
+            "prompt_version": prompts.version,
+            "taxonomy_version": taxonomy.version,
+            "n_types": len(taxonomy.types),
+            "n_reasons": len(taxonomy.reasons),
+            "counts": [
+                {"config": c, "split": s, "rows": n}
+                for c, d in counts.items()
+                for s, n in d.items()
+            ],
+            "generation": gen_summary,
+            "generation_rate": _fmt(gen_summary["valid_json_rate"]),
+            "classification": cls_summary,
+            "classification_rate": _fmt(cls_summary["valid_rate"]),
+            "quarantine": gen_summary["quarantine_by_reason"],
+            "scores": score_rows,
+            "metric_n": {mode: m.n for mode, m in metrics.items()},
+            "repo_id": recipe.publish.repo_id or f"ORG/{recipe.name}",
+        }
+        return render_card(template="selfknow_card.md.jinja", metadata=metadata, context=context)
+
+    return render
+
+
+def tables_of(run: SelfKnowRun) -> dict[str, pa.Table]:
+    """The three staged tables of a run, by config name."""
+    return {
+        "tasks": run.generation.tasks,
+        "quarantine": run.generation.quarantine,
+        "classifications": run.classification.table,
+    }

@@ -1,0 +1,150 @@
+"""``kind: selfknow`` recipes: the self-knowledge (Line of Duty) generation/classification study.
+
+Example (``nabench/recipes/selfknow.yaml``)::
+
+    kind: selfknow
+    name: selfknow
+    version: 1.0.0
+    seed: 20250501
+    generator:
+      backend: local            # local | openai | vllm (see nabench.llm)
+      model: null               # local: GGUF path (default SmolLM2); openai/vllm: model name
+      base_url: null            # openai only
+      temperature: 1.0
+      styles: [vanilla, challenge]
+      n_per_class: 50           # per class and per style; --limit caps it
+      max_attempts: 3
+    classifier:
+      same_as_generator: true   # or backend/model/base_url of another model (cross-model)
+      temperature: 0.0
+      style: same               # vanilla | challenge | same (the task's generation style)
+    publish:
+      repo_id: ORG/selfknow
+      private: false
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from nabench.schemas.recipe import SEMVER
+from nabench.selfknow.prompts import Style
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(_Spec):
+    """Which model answers: a backend of :mod:`nabench.llm` and its options."""
+
+    backend: Literal["local", "openai", "vllm"] = "local"
+    model: str | None = Field(
+        default=None, description="local: GGUF path (default SmolLM2); openai/vllm: model name."
+    )
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server (openai).")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Extra keyword options for the backend constructor."
+    )
+    max_tokens: int = Field(default=256, ge=1)
+    max_attempts: int = Field(default=3, ge=1)
+    max_analysis_chars: int = Field(default=300, ge=1)
+    chunk_size: int = Field(
+        default=8, ge=1, description="Requests per cache commit (a kill loses at most one chunk)."
+    )
+
+    def backend_options(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`nabench.llm.get_backend`."""
+        options = dict(self.options)
+        if self.model is not None:
+            options["model_path" if self.backend == "local" else "model"] = self.model
+        if self.base_url is not None:
+            options["base_url"] = self.base_url
+        return options
+
+    def same_model_as(self, other: ModelSpec) -> bool:
+        return (self.backend, self.model, self.base_url, self.options) == (
+            other.backend,
+            other.model,
+            other.base_url,
+            other.options,
+        )
+
+
+def _vanilla() -> list[Style]:
+    return ["vanilla"]
+
+
+class GeneratorSpec(ModelSpec):
+    temperature: float = Field(default=1.0, ge=0.0)
+    styles: list[Style] = Field(default_factory=_vanilla, min_length=1)
+    n_per_class: int = Field(default=50, ge=1)
+    batch_size: int = Field(default=1, ge=1, description="Slots asked for in one request.")
+    max_task_chars: int = Field(default=400, ge=1)
+
+    @field_validator("styles")
+    @classmethod
+    def _unique(cls, value: list[Style]) -> list[Style]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"styles repeat: {value}")
+        return value
+
+
+class ClassifierSpec(ModelSpec):
+    same_as_generator: bool = Field(
+        default=True,
+        description="Use the generator's model (backend, model, base_url, options). False with "
+        "another backend/model is cross-model classification.",
+    )
+    temperature: float = Field(default=0.0, ge=0.0)
+    style: Literal["vanilla", "challenge", "same"] = "same"
+    max_answer_chars: int = Field(default=400, ge=1)
+
+    @model_validator(mode="after")
+    def _no_model_when_same(self) -> ClassifierSpec:
+        own = {"backend", "model", "base_url", "options"} & self.model_fields_set
+        if self.same_as_generator and own:
+            raise ValueError(
+                f"classifier: {', '.join(sorted(own))} need(s) same_as_generator: false "
+                "(cross-model classification)"
+            )
+        return self
+
+
+class SelfKnowPublishSpec(_Spec):
+    repo_id: str | None = None
+    private: bool = False
+    license: str | None = Field(
+        default=None, description="Licence of the generated data (card metadata); unset: none."
+    )
+
+
+class SelfKnowRecipe(_Spec):
+    kind: Literal["selfknow"]
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    version: str
+    description: str = ""
+    seed: int = 0
+    generator: GeneratorSpec = Field(default_factory=GeneratorSpec)
+    classifier: ClassifierSpec = Field(default_factory=ClassifierSpec)
+    publish: SelfKnowPublishSpec = Field(default_factory=SelfKnowPublishSpec)
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not SEMVER.match(value):
+            raise ValueError(f"version {value!r} is not semver (X.Y.Z)")
+        return value
+
+    def classifier_model(self) -> ModelSpec:
+        """The model that classifies: the generator's, or the classifier's own (cross-model)."""
+        if self.classifier.same_as_generator:
+            return ModelSpec(
+                backend=self.generator.backend,
+                model=self.generator.model,
+                base_url=self.generator.base_url,
+                options=self.generator.options,
+            )
+        return self.classifier
