@@ -190,6 +190,13 @@ def llm_options(func: Any) -> Any:
 @click.option("--guideline", default=None, help="Guideline name or path [recipe's].")
 @click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=16), default=128, show_default=True)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Requests per committed batch (resume granularity).",
+)
 @llm_options
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Labels parquet.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -201,6 +208,7 @@ def label(
     guideline: str | None,
     max_attempts: int,
     max_tokens: int,
+    chunk_size: int,
     backend: str,
     model: str | None,
     base_url: str | None,
@@ -220,6 +228,7 @@ def label(
         guideline=guideline,
         max_attempts=max_attempts,
         max_tokens=max_tokens,
+        chunk_size=chunk_size,
         backend=backend,
         model=model,
         base_url=base_url,

@@ -70,6 +70,7 @@ def run_label_command(
     cache: Path | None,
     out: Path,
     progress: bool,
+    chunk_size: int = 16,
 ) -> dict[str, Any]:
     recipe = load_recipe(recipe_name)
     if getattr(recipe, "kind", "na") != "na":
@@ -93,6 +94,7 @@ def run_label_command(
         guide,
         max_attempts=max_attempts,
         max_tokens=max_tokens,
+        chunk_size=chunk_size,
         progress=progress,
     )
     write_parquet_atomic(run.table, out)

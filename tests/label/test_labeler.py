@@ -1,0 +1,157 @@
+"""Labeling with the real SmolLM2 model (local backend, and a real llama.cpp server through the
+OpenAI backend). The model labels at chance: these tests check mechanics, never answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from nabench.label import LabelRecord, label_items, load_guideline
+from nabench.label.records import label_pandera_schema
+from nabench.llm import ResponseCache
+from nabench.llm.options import make_backend
+from nabench.sources import get_source
+
+N_ITEMS = 20
+
+
+@pytest.fixture(scope="module")
+def items(mmlu_dir: Path) -> pa.Table:
+    # 20 real MMLU items from across the subjects (every 700th row).
+    table = get_source("mmlu").load("test", location=str(mmlu_dir)).items
+    return table.take(list(range(0, 14000, 700)))
+
+
+def _check_records(table: pa.Table, n: int) -> None:
+    assert table.num_rows == n
+    frame = table.to_pandas(
+        types_mapper=lambda t: {
+            pa.bool_(): __import__("pandas").BooleanDtype(),
+            pa.int64(): __import__("pandas").Int64Dtype(),
+        }.get(t)
+    )
+    label_pandera_schema().validate(frame)
+    for row in table.to_pylist():
+        record = LabelRecord.model_validate(row)
+        if record.valid:
+            assert record.na_applicable is not None
+            parsed = json.loads(record.raw_output)
+            assert parsed["na_applicable"] == record.na_applicable
+        else:
+            assert record.na_applicable is None and record.rule is None
+        assert 1 <= record.attempts <= 2
+
+
+def _run(items: pa.Table, backend: Any, cache: ResponseCache) -> Any:
+    return label_items(
+        items,
+        backend,
+        cache,
+        load_guideline(),
+        max_attempts=2,
+        max_tokens=96,
+        chunk_size=8,
+        progress=False,
+    )
+
+
+def test_local_backend_labels_are_schema_valid_and_cached(
+    items: pa.Table, local_backend: Any, tmp_path: Path
+) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    first = _run(items, local_backend, cache)
+    _check_records(first.table, N_ITEMS)
+    assert first.stats["calls"] >= N_ITEMS and first.stats["cache_hits"] == 0
+    assert first.table.column("model")[0].as_py() == local_backend.model_id
+    again = _run(items, local_backend, cache)
+    assert again.stats["calls"] == 0
+    assert again.table.equals(first.table)
+
+
+def test_openai_backend_against_llama_server(
+    items: pa.Table, llama_server_url: str, tmp_path: Path
+) -> None:
+    backend = make_backend(
+        "openai",
+        base_url=llama_server_url,
+        concurrency=4,
+        options={"json_mode": "json_object", "model_id": "smollm2-server"},
+    )
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    first = _run(items, backend, cache)
+    _check_records(first.table, N_ITEMS)
+    assert set(first.table.column("backend").to_pylist()) == {"openai"}
+    again = _run(items, backend, cache)
+    assert again.stats["calls"] == 0 and again.stats["cache_hits"] >= N_ITEMS
+
+
+def _cached_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(path, timeout=5) as conn:
+            return int(conn.execute("SELECT count(*) FROM responses").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_sigkill_mid_run_loses_nothing_and_rerun_calls_only_the_missing(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    cache = tmp_path / "c.sqlite"
+    out = tmp_path / "labels.parquet"
+    cmd = [
+        sys.executable,
+        "-m",
+        "nabench.cli",
+        "label",
+        "mmlu-na",
+        "--source",
+        str(mmlu_dir),
+        "--limit",
+        str(N_ITEMS),
+        "--max-attempts",
+        "1",
+        "--max-tokens",
+        "48",
+        "--chunk-size",
+        "2",
+        "--cache",
+        str(cache),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 600
+    while _cached_rows(cache) < 4 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "labeling finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = _cached_rows(cache)
+    assert 4 <= done < N_ITEMS and not out.exists()
+
+    rerun = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert "calls=" in rerun.stdout
+    summary = json.loads(out.with_suffix(".summary.json").read_text())
+    assert summary["calls"] == N_ITEMS - done
+    assert summary["cache_hits"] == done
+    ids = pq.read_table(out).column("id").to_pylist()
+    assert len(ids) == N_ITEMS == len(set(ids))
