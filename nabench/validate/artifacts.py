@@ -155,12 +155,12 @@ def artifact_schema() -> pdx.DataFrameSchema:
         "prompt_type": pdx.Column(str, pdx.Check.isin(list(LAYOUTS)), nullable=False),
         "target": pdx.Column(str, pdx.Check.isin(targets), nullable=True),
         "stop": pdx.Column(str, pdx.Check.isin(sorted({v.stop for v in LAYOUTS.values()}))),
-        "fewshot_ids": pdx.Column(object, nullable=False),
+        "fewshot_ids": pdx.Column(nullable=False),  # list<string>, checked in Arrow
         "choice_index": pdx.Column("Int64", pdx.Check.ge(0), nullable=True),
         "source": pdx.Column(str, nullable=False),
         "subject": pdx.Column(str, nullable=True),
         "question": pdx.Column(str, nullable=False),
-        "choices": pdx.Column(object, nullable=False),
+        "choices": pdx.Column(nullable=False),  # list<string>, checked in Arrow
         "answer": pdx.Column("int64", pdx.Check.ge(0), nullable=False),
         "seed": pdx.Column("int64", nullable=False),
     }
@@ -186,10 +186,27 @@ def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
     for row in np.flatnonzero(prompt.is_null().to_numpy(zero_copy_only=False)):
         out.append(Violation(where, int(row), str(ids[row]), "schema:prompt", "prompt is null"))
 
+    for name in ("fewshot_ids", "choices"):
+        if name not in table.column_names:
+            continue  # pandera reports the missing column
+        col = table.column(name)
+        if not (pa.types.is_list(col.type) and pa.types.is_string(col.type.value_type)):
+            out.append(Violation(where, -1, "-", f"schema:{name}", f"{name} has type {col.type}"))
+            continue
+        for row in np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False)):
+            out.append(Violation(where, int(row), str(ids[row]), f"schema:{name}", "null list"))
+
     def nullable_types(arrow_type: pa.DataType) -> object:
         return pd.Int64Dtype() if pa.types.is_int64(arrow_type) else None
 
-    frame = table.drop_columns(["prompt"]).to_pandas(types_mapper=nullable_types)
+    # list columns travel as a placeholder: their element types were checked above
+    listless = table.drop_columns(
+        [c for c in ("prompt", "fewshot_ids", "choices") if c in table.column_names]
+    )
+    frame = listless.to_pandas(types_mapper=nullable_types)
+    for name in ("fewshot_ids", "choices"):
+        if name in table.column_names:
+            frame[name] = 0
     if "choice_index" in frame and frame["choice_index"].dtype == object:
         frame["choice_index"] = frame["choice_index"].astype("Int64")
     try:
@@ -209,16 +226,6 @@ def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
                 )
             )
     return out
-
-
-def _leaks(question: str, prompt: str, options: Sequence[str]) -> bool:
-    """True when `question` (long enough) occurs in `prompt` more often than the option texts
-    shown in the prompt account for."""
-    q = question.strip()
-    if len(q) < MIN_QUESTION_CHARS:
-        return False
-    found = prompt.count(q)
-    return found > 0 and found > sum(opt.count(q) for opt in options)
 
 
 def check_artifacts(
@@ -251,11 +258,15 @@ def check_artifacts(
     stops = table.column("stop").to_pylist()
     ci_raw = table.column("choice_index").to_pylist()
     questions_col = table.column("question").to_pylist()
-    stripped: dict[str, list[str]] = {}
-    choices = [
-        stripped.get(item) or stripped.setdefault(item, [c.strip() for c in cs])
-        for item, cs in zip(item_ids, table.column("choices").to_pylist(), strict=True)
-    ]
+    raw_choices = table.column("choices").to_pylist()
+    # per item: the rows of an individual prior share their (equal) choices
+    stripped: dict[str, tuple[list[str], list[str]]] = {}
+    choices = []
+    for item, cs in zip(item_ids, raw_choices, strict=True):
+        seen = stripped.get(item)
+        if seen is None or seen[0] != cs:
+            seen = stripped[item] = (cs, [c.strip() for c in cs])
+        choices.append(seen[1])
     answer = table.column("answer").to_numpy().astype(np.int64)
     names = set(table.column_names)
     inserted = (
@@ -326,24 +337,31 @@ def check_artifacts(
         lambda i: f"prompt does not end with the {ptype[i]} test example of this row",
     )
 
-    prefixes = [
-        p[: len(p) - len(t)] if h else "" for p, t, h in zip(prompts, tests, has_test, strict=True)
+    # The few-shot part is everything before the test example; it is not copied out: example
+    # ends are counted on the whole prompt minus those inside the test example.
+    prefix_len = [
+        len(p) - len(t) if h else 0
+        for p, t, h in zip(prompts, tests, has_test.tolist(), strict=True)
     ]
-    prefix_arr = pa.array(prefixes, pa.string())
+    prompt_arr = table.column("prompt").combine_chunks()
     counts = np.zeros(n, dtype=np.int64)
     for end in {lay.example_end for lay in layouts}:
         sel = np.array([lay.example_end == end for lay in layouts])
-        found = pc.count_substring_regex(prefix_arr, end).to_numpy(zero_copy_only=False)
-        counts[sel] = found[sel]
+        whole = pc.count_substring_regex(prompt_arr, end).to_numpy(zero_copy_only=False)
+        pattern = re.compile(end)
+        in_test = np.array(
+            [len(pattern.findall(t)) if f else 0 for t, f in zip(tests, sel, strict=True)]
+        )
+        counts[sel] = (whole - in_test)[sel]
     fewshot_col = table.column("fewshot_ids").combine_chunks()
     n_fewshot = pc.list_value_length(fewshot_col).fill_null(0).to_numpy(zero_copy_only=False)
     shape_ok = np.array(
         [
-            p == "" or (p.startswith(lay.first_label) and p.endswith("\n\n"))
-            for p, lay in zip(prefixes, layouts, strict=True)
+            pl == 0 or (p.startswith(lay.first_label) and p[pl - 2 : pl] == "\n\n")
+            for p, pl, lay in zip(prompts, prefix_len, layouts, strict=True)
         ]
     )
-    empty = np.array([p == "" for p in prefixes])
+    empty = np.array(prefix_len) == 0
     rule(
         "fewshot_blocks",
         has_test & (~shape_ok | (counts != n_fewshot) | ((n_fewshot == 0) != empty)),
@@ -370,26 +388,48 @@ def check_artifacts(
     question_free = np.array([lay.question_free for lay in layouts])
     free_rows = np.flatnonzero(question_free)
     fs_base: dict[int, list[str]] = {}
+    fs_questions = {f: q.strip() for f, q in (questions or {}).items()}
     if questions is not None:
         bases = flat_base.to_pylist()
         offsets = fewshot_col.offsets.to_numpy() - fewshot_col.offsets[0].as_py()
         fs_base = {int(i): bases[offsets[i] : offsets[i + 1]] for i in free_rows}
+    labelled = pc.match_substring(prompt_arr, "Question:").to_numpy(zero_copy_only=False)
+    prefix_ids: dict[str, int] = {}  # distinct few-shot parts (one per subject in a build)
+    prefix_options: list[list[str]] = []
+    prefix_counts: dict[tuple[int, str], int] = {}
+
+    def excess(q: str, pid: int, prefix: str, test: str, options: list[str]) -> bool:
+        """Does `q` occur in prefix + test more often than in the shown option texts?"""
+        outside = prefix_counts.get((pid, q))
+        if outside is None:
+            outside = prefix.count(q) - sum(o.count(q) for o in prefix_options[pid])
+            prefix_counts[(pid, q)] = outside
+        return outside + test.count(q) - sum(o.count(q) for o in options) > 0
+
     leak_why: dict[int, str] = {}
     for i in free_rows:
-        prompt = prompts[i]
-        if "Question:" in prompt:
+        if labelled[i]:
             leak_why[i] = "the prompt has a 'Question:' label"
             continue
-        options = _OPTION_LINE.findall(prompt)
-        if _leaks(questions_col[i], prompt, options):
+        prompt, pl = prompts[i], prefix_len[i]
+        prefix, test = prompt[:pl], prompt[pl:]
+        pid = prefix_ids.setdefault(prefix, len(prefix_ids))
+        if pid == len(prefix_options):
+            prefix_options.append(_OPTION_LINE.findall(prefix))
+        options = _OPTION_LINE.findall(test)
+        own = questions_col[i].strip()
+        if (
+            len(own) >= MIN_QUESTION_CHARS
+            and own in prompt
+            and excess(own, pid, prefix, test, options)
+        ):
             leak_why[i] = "the item's question text occurs in the prompt"
             continue
-        if questions is not None:
-            for f in fs_base.get(i, ()):
-                fq = questions.get(f)
-                if fq is not None and _leaks(fq, prompt, options):
-                    leak_why[i] = f"few-shot item {f}'s question text occurs in the prompt"
-                    break
+        for f in fs_base.get(i, ()):
+            fq = fs_questions.get(f, "")
+            if len(fq) >= MIN_QUESTION_CHARS and excess(fq, pid, prefix, test, options):
+                leak_why[i] = f"few-shot item {f}'s question text occurs in the prompt"
+                break
     leak = np.zeros(n, dtype=bool)
     leak[list(leak_why)] = True
     rule("no_question_text", leak, lambda i: leak_why[i])

@@ -22,8 +22,9 @@ from nabench.sources._base import item_table
 from nabench.validate.artifacts import check_artifacts
 
 L = "ABCD"
-# Questions use upper-case letters, options lower-case: no question text can hide in an option.
-QUESTION = st.text(string.ascii_uppercase + " ?", min_size=1, max_size=30).filter(str.strip)
+# Questions use Greek letters, options and layout Latin ones: no question text can hide in an
+# option or in the layout's labels.
+QUESTION = st.text("αβγδεζηθ ?", min_size=1, max_size=30).filter(lambda q: bool(q.strip(" ?")))
 OPTION = st.text(string.ascii_lowercase + string.digits + " .,", min_size=1, max_size=12).filter(
     str.strip
 )
