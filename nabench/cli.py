@@ -294,10 +294,11 @@ def schema_export(out: Path | None) -> None:
 def _register_subcommands() -> None:
     """Command groups that live beside their library code."""
     from nabench.llm.cli import llm
+    from nabench.perturb.artifacts.cli import artifacts
     from nabench.publish.cli import publish
     from nabench.selfknow.cli import selfknow
 
-    for group in (selfknow, llm, publish):
+    for group in (selfknow, llm, publish, artifacts):
         main.add_command(group)
 
 
