@@ -104,7 +104,7 @@ def main() -> None:
     recipe = load_recipe("mmlu-na")
     # Warm the datasets cache so both sides read the same cached Arrow data.
     get_source("mmlu").load("test", location=str(args.source))
-    fast, naive = [], []
+    fast, naive, phases = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
             t0 = time.perf_counter()
@@ -115,6 +115,7 @@ def main() -> None:
                 ),
             )
             fast.append(time.perf_counter() - t0)
+            phases.append(result.timings)
             t0 = time.perf_counter()
             n = naive_build(args.source, Path(tmp) / f"n{i}", recipe.seed)
             naive.append(time.perf_counter() - t0)
@@ -130,6 +131,8 @@ def main() -> None:
         f"{args.repeat}: {', '.join(f'{x:.2f}' for x in naive)})"
     )
     print(f"ratio naive/nabench: {s / f:.1f}x")
+    best = phases[fast.index(min(fast))]
+    print("nabench phases (fastest run): " + ", ".join(f"{k} {v:.2f} s" for k, v in best.items()))
 
 
 if __name__ == "__main__":

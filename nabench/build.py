@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,7 @@ class BuildResult:
     exclusions: dict[str, Any]
     letter_shares: dict[str, dict[str, float]]
     warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
 
 
 # Recipe kind -> "module:function(recipe, options) -> BuildResult".
@@ -70,6 +73,21 @@ def run_recipe(recipe: Any, options: BuildOptions) -> BuildResult:
     pipeline = getattr(importlib.import_module(module), name)
     result: BuildResult = pipeline(recipe, options)
     return result
+
+
+class PhaseClock:
+    """Wall time per pipeline phase (reported by `bench/`, never written to the manifest)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
@@ -115,9 +133,11 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     excluded_tables: list[pa.Table] = []
     steps = len(splits) * (3 + len(builders))
     bar = tqdm(total=steps, desc=f"build {recipe.name}", disable=not options.progress, unit="step")
+    clock = PhaseClock()
     for split in splits:
         bar.set_postfix_str(f"load {split}")
-        loaded = _load(source, recipe, options, split, seed)
+        with clock("load"):
+            loaded = _load(source, recipe, options, split, seed)
         items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
         sources_meta[split] = {
             "origin": loaded.origin,
@@ -127,16 +147,20 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             "rows_used": items.num_rows,
         }
         bar.update()
-        audit = audit_items(items, na_texts, all_texts)
+        with clock("audit"):
+            audit = audit_items(items, na_texts, all_texts)
         _check_strict(audit.excluded, options.strict)
-        eligible, label_cols, label_excluded, published = _label(audit.eligible, label_source)
+        with clock("label"):
+            eligible, label_cols, label_excluded, published = _label(audit.eligible, label_source)
         excluded = pa.concat_tables([audit.excluded, label_excluded])
         excluded_tables.append(excluded)
         bar.update()
         columns = ItemColumns.from_table(eligible, label_cols)
         for builder in builders:
             bar.set_postfix_str(f"{builder.config_name}/{split}")
-            staged.append(StagedTable(builder.config_name, split, builder.build(columns, seed)))
+            with clock("perturb"):
+                table = builder.build(columns, seed)
+            staged.append(StagedTable(builder.config_name, split, table))
             bar.update()
         staged.append(StagedTable("excluded", split, excluded))
         if published is not None:
@@ -144,7 +168,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         bar.update()
     bar.close()
 
-    violations = validate_staged(staged, extra_na_texts=na_texts)
+    with clock("validate"):
+        violations = validate_staged(staged, extra_na_texts=na_texts)
     if violations:
         raise ValidationFailed(_summarise(violations))
     letter_shares = {
@@ -185,8 +210,9 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     labeler_info = label_source.info() if label_source else {}
     manifest["labels"] = {"mode": label_mode, **labeler_info}
     readme = _readme_renderer(recipe, source, manifest, staged, out)
-    stage(out, staged, readme, manifest)
-    return BuildResult(out, counts, exclusions, letter_shares, warnings)
+    with clock("stage"):
+        stage(out, staged, readme, manifest)
+    return BuildResult(out, counts, exclusions, letter_shares, warnings, clock.seconds)
 
 
 def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, seed: int) -> Any:

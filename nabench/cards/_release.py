@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 LOADING = ("<!-- nabench:loading:start -->", "<!-- nabench:loading:end -->")
 CHANGELOG = ("<!-- nabench:changelog:start -->", "<!-- nabench:changelog:end -->")
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
@@ -27,7 +29,8 @@ def split_front_matter(readme: str) -> tuple[dict[str, Any], str]:
     match = _FRONT.match(readme)
     if not match:
         return {}, readme
-    data = yaml.safe_load(match.group(1)) or {}
+    # libyaml's C loader when present: a card's dataset_info front matter is large.
+    data = yaml.load(match.group(1), Loader=_SAFE_LOADER) or {}
     return (data if isinstance(data, dict) else {}), readme[match.end() :]
 
 
