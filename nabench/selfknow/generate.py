@@ -30,7 +30,8 @@ kept in the quarantine table with a reason (:data:`QUARANTINE_REASONS`), never d
   taxonomy / is another reason than planned;
 * ``feasible_with_reason``: a feasible slot came back with a reason (``""``, "none", "n/a" and
   the like count as no reason);
-* ``duplicate``: same text, after :func:`normalise_reason` folding, as a task kept earlier;
+* ``duplicate``: same text as a task kept earlier, after :func:`normalise_reason` folding and
+  removing spaces ("Task 1." and "task1" are duplicates);
 * ``near_duplicate``: character 3-gram Jaccard similarity ≥ :data:`NEAR_DUPLICATE_THRESHOLD`
   (0.8) with a task kept earlier.
 
@@ -355,7 +356,7 @@ class DuplicateIndex:
 
     def check(self, task_id: str, text: str) -> tuple[str, str] | None:
         """``(reason, detail)`` if ``text`` duplicates a kept task, else keep it and ``None``."""
-        folded = normalise_reason(text)
+        folded = normalise_reason(text).replace(" ", "")
         if folded in self._exact:
             return "duplicate", f"same text as {self._exact[folded]}"
         grams = char_ngrams(text)

@@ -248,12 +248,15 @@ def test_duplicates_exact_near_and_distinct() -> None:
         ("d", "Write a haiku about the ocean at night."),
         ("e", "Write a haiku about the ocean at night!!"),  # folds to d
         ("f", "Summarise the attached report."),
+        ("g", "Task 1."),
+        ("h", "task1"),  # folds to g once spaces are ignored
     ]
     found = find_duplicates(items)
     assert found["b"][0] == "duplicate" and "a" in found["b"][1]
     assert found["c"][0] == "near_duplicate" and "with a" in found["c"][1]
     assert found["e"][0] == "duplicate"
-    assert set(found) == {"b", "c", "e"}
+    assert found["h"] == ("duplicate", "same text as g")
+    assert set(found) == {"b", "c", "e", "h"}
     score = jaccard(char_ngrams(items[0][1]), char_ngrams(items[2][1]))
     assert score >= NEAR_DUPLICATE_THRESHOLD
     # a stricter threshold keeps the near duplicate
