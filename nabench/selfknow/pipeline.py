@@ -20,6 +20,7 @@ that cache, so a rerun makes no call, and a killed run resumes with only the mis
 from __future__ import annotations
 
 import platform
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,7 @@ class SelfKnowRun:
     stats_path: Path
     report_dir: Path
     warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def run_selfknow(
@@ -137,6 +139,8 @@ def run_selfknow(
     cache_path = cache_path or default_cache_path(out)
     stats_path = default_stats_path(out)
     classifier_spec = recipe.classifier_model()
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
 
     with ResponseCache(cache_path) as cache:
         gen_backend = open_backend(recipe.generator)
@@ -150,6 +154,8 @@ def run_selfknow(
                 prompts=prompts,
                 progress=progress,
             )
+            timings["generate"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             if classifier_spec.same_model_as(recipe.generator):
                 cls_backend = gen_backend
             else:  # cross-model: free the generator before loading the classifier
@@ -168,6 +174,8 @@ def run_selfknow(
             gen_backend.close()
             if cls_backend is not None and cls_backend is not gen_backend:
                 cls_backend.close()
+    timings["classify"] = time.perf_counter() - clock
+    clock = time.perf_counter()
 
     stats = combine_stats(generation.stats, classification.stats)
     frame = classification.table.to_pandas()
@@ -190,6 +198,8 @@ def run_selfknow(
         recipe, seed, n_per_class, generation, classification, metrics, counts, prompts, taxonomy
     )
     stage(out, staged, readme, manifest)
+    timings["stage"] = time.perf_counter() - clock
+    clock = time.perf_counter()
 
     report_dir = out / "report"
     title = f"Self-knowledge metrics: {recipe.name} v{recipe.version}"
@@ -205,6 +215,7 @@ def run_selfknow(
                 title=f"{title} ({style} prompts)",
             )
     write_stats(stats, stats_path)
+    timings["report"] = time.perf_counter() - clock
     return SelfKnowRun(
         out=out,
         generation=generation,
@@ -215,6 +226,7 @@ def run_selfknow(
         stats_path=stats_path,
         report_dir=report_dir,
         warnings=warnings,
+        timings=timings,
     )
 
 
@@ -246,6 +258,7 @@ def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult
         exclusions={"total": sum(by_reason.values()), "by_reason": by_reason},
         letter_shares={},
         warnings=run.warnings,
+        timings=run.timings,
     )
 
 
