@@ -12,6 +12,13 @@ Measured:
   cache     a cache-hit re-run through `run_cached`
   server    (--server) the `openai` backend against `serve-local`, concurrency 1 vs 4
 
+Recorded 2026-11-29 (2 shared CPU cores, AVX2, load average 3.9-4.6 from other jobs;
+llama-cpp-python 0.3.36, SmolLM2-135M Q4_1, 859-token prefix, max_tokens=2):
+  cold 0.04 prompts/s | warm sequential 0.39 | batched (run_cached) 0.44
+  prefix reuse 9.7x cold | batched/sequential 1.12 | interleaved prefixes: prefix order
+  2.9x input order | cache-hit re-run 6,263 items/s | batched texts == sequential: 120/120
+Absolute rates are low because the machine was oversubscribed; the ratios are the point.
+
 Usage: python bench/label_bench.py [-n 120] [--cold 8] [--max-tokens 2] [--server] [--json OUT]
 """
 
