@@ -10,6 +10,8 @@ import pyarrow as pa
 
 from nabench.perturb._columns import ItemColumns
 
+DEFAULT_NA_TEXT = "None of the above"
+
 
 @dataclass(frozen=True)
 class Builder(ABC):
@@ -38,3 +40,20 @@ def slug(text: str) -> str:
     """`None of the options given is correct` -> `none_of_the_options_given_is_correct`."""
     out = "".join(ch.lower() if ch.isalnum() else "_" for ch in text.strip())
     return "_".join(part for part in out.split("_") if part)
+
+
+@dataclass(frozen=True)
+class InsertsText(Builder):
+    """A builder that inserts one text (`na_text`); `name` overrides the config name (used
+    for extra NA phrasings, e.g. `na_keyed__answer_not_found`)."""
+
+    na_text: str = DEFAULT_NA_TEXT
+    name: str | None = None
+
+    @property
+    def config_name(self) -> str:
+        return self.name or self.kind
+
+    @property
+    def inserted_texts(self) -> tuple[str, ...]:
+        return (self.na_text,)

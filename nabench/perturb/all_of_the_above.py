@@ -6,27 +6,18 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from nabench.perturb._base import Builder
+from nabench.perturb._base import InsertsText
 from nabench.perturb._columns import ItemColumns, append_to_lists, perturbed_table
 
 DEFAULT_AOTA_TEXT = "All of the above"
 
 
 @dataclass(frozen=True)
-class AllOfTheAbove(Builder):
+class AllOfTheAbove(InsertsText):
     kind = "all_of_the_above"
     description = "'All of the above' appended as a fifth option; key unchanged."
     inserted_reason = "has_all_option"
     na_text: str = DEFAULT_AOTA_TEXT
-    name: str | None = None
-
-    @property
-    def config_name(self) -> str:
-        return self.name or self.kind
-
-    @property
-    def inserted_texts(self) -> tuple[str, ...]:
-        return (self.na_text,)
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         return perturbed_table(

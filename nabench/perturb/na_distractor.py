@@ -8,9 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.perturb._base import Builder
+from nabench.perturb._base import InsertsText
 from nabench.perturb._columns import ItemColumns, perturbed_table, replace_at
-from nabench.perturb.na_keyed import DEFAULT_NA_TEXT
 from nabench.perturb.rng import item_choice_index
 
 
@@ -25,19 +24,9 @@ def distractor_indices(items: ItemColumns, seed: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class NADistractor(Builder):
+class NADistractor(InsertsText):
     kind = "na_distractor"
     description = "One distractor replaced by 'None of the above'; key unchanged."
-    na_text: str = DEFAULT_NA_TEXT
-    name: str | None = None
-
-    @property
-    def config_name(self) -> str:
-        return self.name or self.kind
-
-    @property
-    def inserted_texts(self) -> tuple[str, ...]:
-        return (self.na_text,)
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         replaced = distractor_indices(items, seed)

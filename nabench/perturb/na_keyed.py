@@ -6,26 +6,16 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from nabench.perturb._base import Builder, slug
+from nabench.perturb._base import DEFAULT_NA_TEXT, InsertsText, slug
 from nabench.perturb._columns import ItemColumns, perturbed_table, replace_at
 
-DEFAULT_NA_TEXT = "None of the above"
+__all__ = ["DEFAULT_NA_TEXT", "NAKeyed", "phrasing_config"]
 
 
 @dataclass(frozen=True)
-class NAKeyed(Builder):
+class NAKeyed(InsertsText):
     kind = "na_keyed"
     description = "Gold option replaced in place by 'None of the above'; NA is now the key."
-    na_text: str = DEFAULT_NA_TEXT
-    name: str | None = None
-
-    @property
-    def config_name(self) -> str:
-        return self.name or self.kind
-
-    @property
-    def inserted_texts(self) -> tuple[str, ...]:
-        return (self.na_text,)
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         answers = items.answer

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from nabench.schemas.recipe import SEMVER, PublishSpec, SourceSpec, _Spec
+from nabench.schemas.recipe import PublishSpec, SemVer, SourceSpec, _Spec
 
 ArtifactPromptType = Literal[
     "full",
@@ -50,7 +50,7 @@ class FewShotSpec(_Spec):
 
 class ArtifactsRecipe(_Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: str
+    version: SemVer
     description: str = ""
     kind: Literal["artifacts"]
     source: SourceSpec
@@ -60,13 +60,6 @@ class ArtifactsRecipe(_Spec):
         default_factory=lambda: list(ALL_PROMPT_TYPES), min_length=1
     )
     publish: PublishSpec = Field(default_factory=PublishSpec)
-
-    @field_validator("version")
-    @classmethod
-    def _semver(cls, value: str) -> str:
-        if not SEMVER.match(value):
-            raise ValueError(f"version {value!r} is not semver (X.Y.Z)")
-        return value
 
     @field_validator("prompt_types")
     @classmethod

@@ -7,11 +7,27 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from nabench.errors import RecipeError
 
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$")
+
+
+def _check_semver(value: str) -> str:
+    if not SEMVER.match(value):
+        raise ValueError(f"version {value!r} is not semver (X.Y.Z)")
+    return value
+
+
+SemVer = Annotated[str, AfterValidator(_check_semver)]
 
 
 class _Spec(BaseModel):
@@ -83,7 +99,7 @@ class PublishSpec(_Spec):
 
 class Recipe(_Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: str
+    version: SemVer
     description: str = ""
     kind: Literal["na"] = "na"
     source: SourceSpec
@@ -91,13 +107,6 @@ class Recipe(_Spec):
     variants: list[VariantSpec] = Field(min_length=1)
     labels: LabelsSpec = Field(default_factory=LabelsSpec)
     publish: PublishSpec = Field(default_factory=PublishSpec)
-
-    @field_validator("version")
-    @classmethod
-    def _semver(cls, value: str) -> str:
-        if not SEMVER.match(value):
-            raise ValueError(f"version {value!r} is not semver (X.Y.Z)")
-        return value
 
     @model_validator(mode="after")
     def _has_original(self) -> Recipe:

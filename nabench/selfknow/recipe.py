@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from nabench.schemas.recipe import SEMVER
+from nabench.schemas.recipe import SemVer
 from nabench.selfknow.prompts import Style
 
 
@@ -124,19 +124,12 @@ class SelfKnowPublishSpec(_Spec):
 class SelfKnowRecipe(_Spec):
     kind: Literal["selfknow"]
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: str
+    version: SemVer
     description: str = ""
     seed: int = 0
     generator: GeneratorSpec = Field(default_factory=GeneratorSpec)
     classifier: ClassifierSpec = Field(default_factory=ClassifierSpec)
     publish: SelfKnowPublishSpec = Field(default_factory=SelfKnowPublishSpec)
-
-    @field_validator("version")
-    @classmethod
-    def _semver(cls, value: str) -> str:
-        if not SEMVER.match(value):
-            raise ValueError(f"version {value!r} is not semver (X.Y.Z)")
-        return value
 
     def classifier_model(self) -> ModelSpec:
         """The model that classifies: the generator's, or the classifier's own (cross-model)."""
