@@ -3,23 +3,33 @@
 (a) parse + score of 14,042 simulated raw generations (MMLU test size);
 (b) panel metrics on a seeded simulated 100-model × 14,042-item response matrix:
     KR-20 overall and per MMLU category, discrimination index and item-rest
-    correlation per item, Pearson/Spearman between per-category model accuracies.
+    correlation per item, Pearson/Spearman between per-category model accuracies;
+(c) evaluator overhead per item, model time excluded: the full 14,042-item MMLU-NA
+    `original` config answered by the reference ``oracle`` strategy, then parse + score +
+    summary + atomic parquet/JSON write through the `nabench eval` code path
+    (:func:`score_outputs`, :func:`summarise`, :func:`write_config_results`) vs a naive
+    per-row loop (``parse_answer`` / ``score_generation`` / a dict per row, then the
+    same parquet and summary).
 
-Run: ``python bench/eval_bench.py [--naive-items N]`` from the repository root.
+Run: ``python bench/eval_bench.py [--naive-items N] [--build DIR]`` from the repository
+root (``--build``: an existing full mmlu-na build; otherwise one is built in a temp dir).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source tree
 
@@ -226,11 +236,104 @@ def check_same(fast: dict[str, Any], naive: dict[str, Any]) -> None:
         assert math.isclose(fast["corr"][key][1], s, abs_tol=1e-9)
 
 
+# ----------------------------------------------------------- (c) evaluator overhead
+
+
+def _mmlu_original(build: Path | None, tmp: Path) -> pd.DataFrame:
+    from nabench.build import BuildOptions, run_recipe
+    from nabench.recipes import load_recipe
+
+    if build is None:
+        build = tmp / "mmlu-na"
+        run_recipe(
+            load_recipe("mmlu-na"),
+            BuildOptions(
+                source=str(MMLU_TEST.parents[1]), out=build, labels="none", progress=False
+            ),
+        )
+    return pd.read_parquet(next((build / "original").glob("*.parquet")))
+
+
+def naive_finish(items: Any, raw: list[str], out: Path) -> float:
+    """Per-row loop: parse, score, one dict per row; then parquet + summary."""
+    from nabench.evaluation import wilson_interval
+
+    records = []
+    for i, text in enumerate(raw):
+        n_choices = len(items.batch.choices[i])
+        gold = "ABCDEFGHIJ"[int(items.batch.gold[i])]
+        pred = parse_answer(text, n_choices)
+        score = score_generation(pred, gold)
+        records.append(
+            {"id": items.batch.ids[i], "config": items.config, "model": "reference/oracle",
+             "subject": items.subjects[i], "raw_output": text, "parsed": pred, "gold": gold,
+             "correct": pred == gold, "invalid": pred is None, "score": score,
+             "confidence": math.nan, "n_choices": n_choices}
+        )  # fmt: skip
+    df = pd.DataFrame.from_records(records)
+    df.to_parquet(out / "naive.parquet", index=False)
+    acc = sum(r["score"] for r in records) / len(records)
+    lo, hi = wilson_interval(acc * len(records), len(records))
+    (out / "naive.summary.json").write_text(json.dumps({"accuracy": acc, "ci": [lo, hi]}))
+    return acc
+
+
+def overhead_bench(build: Path | None, repeat: int) -> None:
+    from nabench.evaluation.runner import (
+        StrategyProducer,
+        build_items,
+        score_outputs,
+        summarise,
+        write_config_results,
+    )
+    from nabench.evaluation.strategies import get_strategy
+
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        t0 = time.perf_counter()
+        df = _mmlu_original(build, tmp)
+        t_load = time.perf_counter() - t0
+        items = build_items("original", df)
+        producer = StrategyProducer(get_strategy("oracle"))
+        produced = producer.produce(items)  # the "model" step: not timed below
+        n = len(items.batch)
+
+        def fast() -> float:
+            resp = score_outputs(items, produced, producer.model_id)
+            summary = summarise(resp, config="original", model_id=producer.model_id,
+                                run="reference_oracle", backend="reference", mode="generate",
+                                invalid_credit=0.25, produced=produced)  # fmt: skip
+            write_config_results(resp, summary, tmp / "fast")
+            return float(summary["accuracy"])
+
+        t_fast, acc_fast = timed(fast, repeat)
+        t_naive, acc_naive = timed(lambda: naive_finish(items, produced.raw_outputs, tmp), repeat)
+        assert acc_fast == acc_naive == 1.0
+        print(f"\n(c) evaluator overhead, {n:,} MMLU-NA `original` items, reference oracle")
+        print(
+            f"    (build/load {t_load:.1f} s; answer step {produced.elapsed_s * 1e3:.1f} ms, "
+            "not counted)"
+        )
+        print(
+            f"    naive per-row loop  : {t_naive * 1e3:8.1f} ms ({t_naive / n * 1e6:.2f} µs/item)"
+        )
+        print(f"    eval pipeline       : {t_fast * 1e3:8.1f} ms ({t_fast / n * 1e6:.2f} µs/item)")
+        print(
+            f"    ratio naive / fast  : {t_naive / t_fast:8.1f}x   "
+            "(pipeline incl. a 2,000-resample bootstrap CI)"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--naive-items", type=int, default=N_ITEMS, help="items for the naive panel")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--build", type=Path, default=None, help="existing full mmlu-na build")
+    ap.add_argument("--only-overhead", action="store_true", help="run part (c) only")
     args = ap.parse_args()
+    if args.only_overhead:
+        overhead_bench(args.build, args.repeat)
+        return
     rng = np.random.default_rng(20240601)
     print(f"numpy {np.__version__}, python {sys.version.split()[0]}; median of {args.repeat} runs")
 
@@ -287,6 +390,7 @@ def main() -> None:
         f"    D mean {fast['d'].mean():.3f} (min {fast['d'].min():.3f}, max {fast['d'].max():.3f});"
         f" item-rest r mean {np.nanmean(fast['item_rest']):.3f}"
     )
+    overhead_bench(args.build, args.repeat)
 
 
 if __name__ == "__main__":

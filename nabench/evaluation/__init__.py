@@ -1,4 +1,9 @@
-"""Evaluation: answer parsing, scoring, statistics and reliability (no model calls)."""
+"""Evaluation: answer parsing, scoring, statistics, reliability, reference strategies.
+
+The evaluator (`runner`), the report (`report`, `plots`) and the `eval`/`report` click
+commands (`cli`) are imported from their modules, not here, so that this package stays
+free of model-layer imports.
+"""
 
 from nabench.evaluation.categories import (
     MMLU_CATEGORIES,
@@ -46,16 +51,26 @@ from nabench.evaluation.stats import (
     spearman,
     wilson_interval,
 )
+from nabench.evaluation.strategies import (
+    STRATEGIES,
+    ItemBatch,
+    Strategy,
+    get_strategy,
+    register_strategy,
+)
 
 __all__ = [
     "INVALID",
     "MMLU_CATEGORIES",
+    "STRATEGIES",
     "AccuracyCI",
     "AnovaResult",
     "BaselineTest",
     "Correlation",
     "DiscriminationGroups",
+    "ItemBatch",
     "KappaResult",
+    "Strategy",
     "UnknownSubjectError",
     "accuracy_ci",
     "anova_oneway",
@@ -66,6 +81,7 @@ __all__ = [
     "cronbach_alpha",
     "discrimination_groups",
     "discrimination_index",
+    "get_strategy",
     "individual_prior_score",
     "individual_prior_scores",
     "item_rest_correlation",
@@ -80,6 +96,7 @@ __all__ = [
     "parse_answers",
     "parse_bool",
     "pearson",
+    "register_strategy",
     "score_codes",
     "score_generation",
     "spearman",

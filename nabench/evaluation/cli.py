@@ -1,0 +1,153 @@
+"""`nabench eval` and `nabench report` (click commands; registered by nabench/cli.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS
+
+__all__ = ["eval_cmd", "report_cmd"]
+
+
+@click.command("eval")
+@click.argument("dataset")
+@click.option("--config", "configs", multiple=True, help="Config(s) to evaluate [all evaluable].")
+@click.option("--split", help="Split [test, or the only one].")
+@click.option("--revision", help="Hub revision (tag, branch or commit) of DATASET.")
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "openai", "vllm", "reference"]),
+    default="local",
+    show_default=True,
+    help="Model backend, or 'reference' for a deterministic strategy.",
+)
+@click.option(
+    "--model",
+    help="GGUF path (local), model name (openai), HF dir (vllm), or a strategy "
+    "(reference: always-a, majority, longest, oracle).",
+)
+@click.option("--base-url", help="OpenAI-compatible server URL [$OPENAI_BASE_URL].")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path),
+    help="Response cache [$NABENCH_CACHE or ~/.cache/nabench/responses.sqlite].",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["generate", "loglik"]),
+    default="generate",
+    show_default=True,
+    help="Chain-of-thought generation, or option-letter log-probabilities.",
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N items.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Output root: <out>/<model-slug>/<config>.parquet + .summary.json.",
+)
+@click.option(
+    "--invalid-credit",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.25,
+    show_default=True,
+    help="Score of an unparseable answer (0 = strict).",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_TOKENS,
+    show_default=True,
+    help="Generation budget (generate mode).",
+)
+@click.option(
+    "--logprobs",
+    "logprobs_k",
+    type=click.IntRange(min=1),
+    default=DEFAULT_LOGPROBS_K,
+    show_default=True,
+    help="Top-k log-probs requested (loglik mode).",
+)
+@click.option("--chunk-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def eval_cmd(
+    dataset: str,
+    configs: tuple[str, ...],
+    split: str | None,
+    revision: str | None,
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    concurrency: int,
+    cache: Path | None,
+    mode: str,
+    limit: int | None,
+    out: Path,
+    invalid_credit: float,
+    max_tokens: int,
+    logprobs_k: int,
+    chunk_size: int,
+    quiet: bool,
+) -> None:
+    """Evaluate DATASET (built folder or Hub id) with a model or a reference strategy."""
+    from nabench.evaluation.runner import EvalOptions, run_eval
+
+    results = run_eval(
+        EvalOptions(
+            dataset=dataset,
+            backend=backend,
+            model=model,
+            configs=configs,
+            mode=mode,  # type: ignore[arg-type]
+            split=split,
+            revision=revision,
+            limit=limit,
+            out=out,
+            invalid_credit=invalid_credit,
+            cache=cache,
+            base_url=base_url,
+            concurrency=concurrency,
+            max_tokens=max_tokens,
+            logprobs_k=logprobs_k,
+            chunk_size=chunk_size,
+            progress=not quiet,
+        )
+    )
+    for r in results:
+        s = r.summary
+        click.echo(
+            f"{s['run']:<28} {s['config']:<40} n={s['n']:<6} acc={s['accuracy']:.3f} "
+            f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] invalid={s['invalid_rate']:.3f} "
+            f"majority={s['majority_baseline']:.3f} calls={s['calls']} "
+            f"cache_hits={s['cache_hits']}"
+        )
+    if results:
+        click.echo(f"wrote {results[0].parquet.parent}")
+
+
+@click.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=Path("report"), show_default=True)
+@click.option(
+    "--panel-min-coverage",
+    type=click.FloatRange(0.0, 1.0),
+    default=1.0,
+    show_default=True,
+    help="Runs in a config's panel must cover this share of the largest run's items.",
+)
+@click.option("--no-plots", is_flag=True, help="Tables and Markdown only.")
+def report_cmd(
+    results: tuple[Path, ...], out: Path, panel_min_coverage: float, no_plots: bool
+) -> None:
+    """Report over eval RESULTS folders: accuracy tables, panel reliability, plots."""
+    from nabench.evaluation.report import write_report
+
+    report = write_report(results, out, min_coverage=panel_min_coverage, plots=not no_plots)
+    click.echo(
+        f"{len(report.results.runs)} run(s), {len(report.results.configs)} config(s), "
+        f"{len(report.panels)} panel(s), {len(report.plots)} plot(s) -> {out / 'report.md'}"
+    )

@@ -1,0 +1,142 @@
+"""Deterministic reference strategies: answer rules that need the item, not a prompt.
+
+A strategy sees a whole config at once (:class:`ItemBatch`: the options and the gold
+index of every item) and returns one 0-based choice per item. The evaluation pipeline
+renders each choice as the raw output ``"Answer: X"`` and then parses, scores and
+writes it exactly as it does a model's generation, so a reference run and a model run
+share every step after the answer is produced.
+
+Registered strategies (``--backend reference --model NAME``):
+
+* ``always-a``: option A for every item.
+* ``majority``: the most frequent gold letter of the evaluated config, computed from the
+  data (ties: the earliest letter). Its accuracy is the config's majority baseline.
+* ``longest``: the option with the most characters (``len`` of the text, ties: the
+  earliest option).
+* ``oracle``: the gold option (accuracy 1 by construction; a pipeline check).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nabench.errors import NabenchError
+
+__all__ = [
+    "STRATEGIES",
+    "ItemBatch",
+    "Strategy",
+    "get_strategy",
+    "register_strategy",
+]
+
+
+@dataclass(frozen=True)
+class ItemBatch:
+    """The items of one evaluated config, in evaluation order."""
+
+    ids: tuple[str, ...]
+    choices: tuple[tuple[str, ...], ...]
+    gold: NDArray[np.int64]  # 0-based gold index per item
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        if len(self.choices) != n or self.gold.shape != (n,):
+            raise ValueError("ids, choices and gold must have one entry per item")
+        n_choices = np.fromiter((len(c) for c in self.choices), np.int64, count=n)
+        if n and (np.any(self.gold < 0) or np.any(self.gold >= n_choices)):
+            raise ValueError("gold index outside the item's options")
+
+    @classmethod
+    def from_lists(
+        cls, ids: Sequence[str], choices: Sequence[Sequence[str]], gold: Sequence[int]
+    ) -> ItemBatch:
+        return cls(
+            tuple(str(i) for i in ids),
+            tuple(tuple(str(c) for c in cs) for cs in choices),
+            np.asarray(gold, dtype=np.int64).reshape(-1),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class Strategy(ABC):
+    """A deterministic answer rule over a batch of items."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    @abstractmethod
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        """One 0-based option index per item."""
+
+    @property
+    def model_id(self) -> str:
+        """The name results are filed under (``reference/<name>``)."""
+        return f"reference/{self.name}"
+
+
+S = TypeVar("S", bound=type[Strategy])
+
+STRATEGIES: dict[str, type[Strategy]] = {}
+
+
+def register_strategy(name: str, description: str) -> Callable[[S], S]:
+    """Class decorator: make a strategy available to :func:`get_strategy`."""
+
+    def deco(cls: S) -> S:
+        if name in STRATEGIES and STRATEGIES[name] is not cls:
+            raise ValueError(f"strategy {name!r} is already registered")
+        cls.name = name
+        cls.description = description
+        STRATEGIES[name] = cls
+        return cls
+
+    return deco
+
+
+def get_strategy(name: str) -> Strategy:
+    """The strategy registered as ``name``; a :class:`NabenchError` names the known ones."""
+    try:
+        return STRATEGIES[name]()
+    except KeyError:
+        known = ", ".join(sorted(STRATEGIES))
+        raise NabenchError(f"unknown reference strategy {name!r}; known: {known}") from None
+
+
+@register_strategy("always-a", "option A for every item")
+class AlwaysA(Strategy):
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        return np.zeros(len(items), dtype=np.int64)
+
+
+@register_strategy("majority", "the most frequent gold letter of the config (ties: earliest)")
+class Majority(Strategy):
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        if len(items) == 0:
+            return np.zeros(0, dtype=np.int64)
+        letter = int(np.argmax(np.bincount(items.gold)))  # argmax: first of tied maxima
+        return np.full(len(items), letter, dtype=np.int64)
+
+
+@register_strategy("longest", "the option with the most characters (ties: earliest)")
+class Longest(Strategy):
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        return np.fromiter(
+            (max(range(len(cs)), key=lambda i, cs=cs: (len(cs[i]), -i)) for cs in items.choices),
+            dtype=np.int64,
+            count=len(items),
+        )
+
+
+@register_strategy("oracle", "the gold option")
+class Oracle(Strategy):
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        return items.gold.astype(np.int64, copy=True)
