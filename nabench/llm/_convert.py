@@ -47,7 +47,7 @@ def convert_gguf_to_hf(
         kwargs["quantization_config"] = GgufConfig(dequantize=True)
     except ImportError:  # older transformers: the legacy loader always dequantizes
         pass
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **kwargs)
+    model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **kwargs)
     if hasattr(model, "hf_quantizer"):
         model.hf_quantizer = None
     for attr in ("quantization_config", "gguf_file"):

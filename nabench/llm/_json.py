@@ -91,6 +91,7 @@ def complete_json(
         stats.add(st)  # calls / cache_hits / errors count requests over all attempts
         still: list[int] = []
         for i, comp in zip(todo, comps, strict=True):
+            err: str | None
             if comp.error is not None:
                 value, err = None, f"backend: {comp.error}"
             else:

@@ -129,13 +129,13 @@ class LocalBackend(Backend):
             lp: dict[str, Any] = {}
             if req.logprobs is not None:
                 lp = {"logprobs": True, "top_logprobs": req.logprobs}
-            out = llm.create_chat_completion(
+            chat: Any = llm.create_chat_completion(
                 messages=req.openai_messages(),  # type: ignore[arg-type]
                 response_format=rf,  # type: ignore[arg-type]
                 **lp,
                 **common,
             )
-            choice = out["choices"][0]  # type: ignore[index]
+            choice: Any = chat["choices"][0]
             return Completion(
                 text=choice["message"]["content"] or "",
                 finish_reason=choice.get("finish_reason"),
@@ -144,10 +144,10 @@ class LocalBackend(Backend):
         grammar = None
         if req.json_schema is not None:
             grammar = self._llama.LlamaGrammar.from_json_schema(req.json_schema, verbose=False)
-        out = llm.create_completion(
+        text: Any = llm.create_completion(
             prompt=req.prompt or "", logprobs=req.logprobs, grammar=grammar, **common
         )
-        choice = out["choices"][0]  # type: ignore[index]
+        choice = text["choices"][0]
         return Completion(
             text=choice["text"],
             finish_reason=choice.get("finish_reason"),
