@@ -293,12 +293,13 @@ def schema_export(out: Path | None) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live beside their library code."""
+    from nabench.evaluation.cli import eval_cmd, report_cmd
     from nabench.llm.cli import llm
     from nabench.perturb.artifacts.cli import artifacts
     from nabench.publish.cli import publish
     from nabench.selfknow.cli import selfknow
 
-    for group in (selfknow, llm, publish, artifacts):
+    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd):
         main.add_command(group)
 
 
