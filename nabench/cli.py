@@ -132,11 +132,25 @@ def build(
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--max-errors", default=50, show_default=True, help="Violations printed at most.")
-def validate(path: Path, max_errors: int) -> None:
-    """Check a built folder, a parquet file or a JSONL file; exit 1 on any violation."""
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="[DATASET=]LOCATION",
+    help="Contributions: source data to trace ids to (e.g. mmlu=../shared/data/cais__mmlu).",
+)
+@click.option(
+    "--release",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Contributions: a built release to check duplicates against.",
+)
+def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Path | None) -> None:
+    """Check a built folder, a parquet/JSONL file or a contributions/ folder; exit 1 on any
+    violation."""
     from nabench.validate import validate_path
+    from nabench.validate.contributions import parse_sources
 
-    report = validate_path(path)
+    report = validate_path(path, sources=parse_sources(sources) or None, release=release)
     for line in report.notes:
         click.echo(line)
     for violation in report.violations[:max_errors]:
