@@ -105,8 +105,8 @@ def kr20_by_group(
     if x.shape[0] == 0:
         return dict.fromkeys(uniq, math.nan)
     p = x.mean(axis=0)
-    pq = np.bincount(inv, weights=p * (1.0 - p), minlength=n_groups)
-    k = np.bincount(inv, minlength=n_groups)
+    pq = np.bincount(inv, weights=p * (1.0 - p), minlength=n_groups).astype(np.float64)
+    k = np.bincount(inv, minlength=n_groups).astype(np.float64)
     onehot = np.zeros((x.shape[1], n_groups))
     onehot[np.arange(x.shape[1]), inv] = 1.0
     totals = x @ onehot  # models × groups

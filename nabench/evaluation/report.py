@@ -389,7 +389,7 @@ def correlation_table(
     """
     acc = configs.pivot(index="run", columns="config", values="accuracy")
     left = {p.config: set(p.left_out) for p in panels}
-    out = []
+    out: list[dict[str, Any]] = []
     if ORIGINAL not in acc.columns:
         return pd.DataFrame(out)
     for variant in variants:

@@ -210,9 +210,12 @@ class Produced:
 
 
 class Producer(Protocol):
-    model_id: str
-    backend_name: str
-    mode: Mode
+    @property
+    def model_id(self) -> str: ...
+    @property
+    def backend_name(self) -> str: ...
+    @property
+    def mode(self) -> Mode: ...
 
     def produce(self, items: EvalItems) -> Produced: ...
 

@@ -126,11 +126,16 @@ class Majority(Strategy):
         return np.full(len(items), letter, dtype=np.int64)
 
 
+def _longest_index(choices: Sequence[str]) -> int:
+    """Index of the longest option; ties go to the earliest."""
+    return max(range(len(choices)), key=lambda i: (len(choices[i]), -i))
+
+
 @register_strategy("longest", "the option with the most characters (ties: earliest)")
 class Longest(Strategy):
     def choose(self, items: ItemBatch) -> NDArray[np.int64]:
         return np.fromiter(
-            (max(range(len(cs)), key=lambda i, cs=cs: (len(cs[i]), -i)) for cs in items.choices),
+            (_longest_index(cs) for cs in items.choices),
             dtype=np.int64,
             count=len(items),
         )

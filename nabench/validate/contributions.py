@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,7 +198,8 @@ def _read_header(folder: Path, bad: set[str], ctx: _Context) -> Any:
         ctx.add(where, "header_yaml", f"expected a mapping, got {type(raw).__name__}")
         return None
     unsafe_fields: set[str] = set()
-    entries = raw.get("data") if isinstance(raw.get("data"), list) else []
+    data = raw.get("data")
+    entries: list[Any] = data if isinstance(data, list) else []
     for key, value in [*(("data", v) for v in entries), ("tests", raw.get("tests"))]:
         if isinstance(value, str) and (not _SAFE.match(value) or ".." in value):
             ctx.add(where, "safe_file_name", f"{key} entry {value!r} is not a plain file name")
@@ -358,7 +359,9 @@ def _trace(row: Mapping[str, Any], source_row: Mapping[str, Any]) -> list[str]:
 
 
 def rebuild(
-    inputs: list[Mapping[str, Any]], parameters: Mapping[str, Any], labels: list[Mapping[str, Any]]
+    inputs: Sequence[Mapping[str, Any]],
+    parameters: Mapping[str, Any],
+    labels: Sequence[Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
     """Run the nabench builder named in `parameters` on canonical items."""
     from nabench.perturb import BUILDERS, ItemColumns, LabelColumns
