@@ -49,7 +49,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.validate.invariants import Violation
+from nabench.validate.invariants import Violation, schema_violations
 
 if TYPE_CHECKING:
     import pandera.pandas as pdx
@@ -174,7 +174,6 @@ def is_artifact_table(table: pa.Table) -> bool:
 
 
 def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
-    import pandera.errors as pe
 
     out: list[Violation] = []
     ids = table.column("id").to_pylist() if "id" in table.column_names else []
@@ -209,22 +208,7 @@ def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
             frame[name] = 0
     if "choice_index" in frame and frame["choice_index"].dtype == object:
         frame["choice_index"] = frame["choice_index"].astype("Int64")
-    try:
-        artifact_schema().validate(frame, lazy=True)
-    except pe.SchemaErrors as exc:
-        for _, case in exc.failure_cases.head(1000).iterrows():
-            idx = case.get("index")
-            row = int(idx) if isinstance(idx, int | np.integer) else -1
-            item_id = str(ids[row]) if 0 <= row < len(ids) else "-"
-            out.append(
-                Violation(
-                    where,
-                    row,
-                    item_id,
-                    f"schema:{case.get('column')}",
-                    f"{case.get('check')} failed (value {case.get('failure_case')!r})",
-                )
-            )
+    out.extend(schema_violations(artifact_schema(), frame, where))
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -242,13 +243,18 @@ def check_perturbed(
 
 def check_schema(table: pa.Table, kind: str, where: str) -> list[Violation]:
     """pandera schema check; failures become violations naming row and column."""
-    import pandera.errors as pe
-
     from nabench.schemas.tables import pandera_schema
 
     frame = table.to_pandas(types_mapper=_nullable_types)
+    return schema_violations(pandera_schema(kind), frame, where)
+
+
+def schema_violations(schema: Any, frame: pd.DataFrame, where: str) -> list[Violation]:
+    """Run a pandera schema lazily; each failure case becomes a violation naming row and id."""
+    import pandera.errors as pe
+
     try:
-        pandera_schema(kind).validate(frame, lazy=True)
+        schema.validate(frame, lazy=True)
     except pe.SchemaErrors as exc:
         out = []
         ids = frame["id"].tolist() if "id" in frame else []
