@@ -15,7 +15,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from nabench import __version__
-from nabench.cards import render_card, size_category
+from nabench.cards import mcqa_card_metadata, render_card
 from nabench.errors import NabenchError, ValidationFailed
 from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
@@ -353,18 +353,15 @@ def _readme_renderer(
         )
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        metadata = {
-            "license": source.license,
-            "language": [source.language],
-            "pretty_name": f"{source.pretty_name} (nabench {recipe.name})",
-            "task_categories": ["multiple-choice", "question-answering"],
-            "task_ids": ["multiple-choice-qa"],
-            "size_categories": [size_category(total)],
-            "source_datasets": [source_id],
-            "tags": ["nabench", "none-of-the-above", "perturbation", source.name],
-            "configs": configs,
-            "dataset_info": infos,
-        }
+        metadata = mcqa_card_metadata(
+            source,
+            source_id=source_id,
+            recipe_name=recipe.name,
+            n_rows=total,
+            tags=["nabench", "none-of-the-above", "perturbation"],
+            configs=configs,
+            infos=infos,
+        )
         letters, letter_rows = cc.letter_rows(manifest["letter_shares"])
         context = {
             "pretty_name": metadata["pretty_name"],

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from nabench import __version__
 from nabench.build import DATA_DEFECTS, BuildOptions, BuildResult
-from nabench.cards import render_card, size_category
+from nabench.cards import mcqa_card_metadata, render_card
 from nabench.errors import NabenchError, ValidationFailed
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
@@ -260,18 +260,15 @@ def readme_renderer(
     qi = manifest.get("question_inference")
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        metadata = {
-            "license": source.license,
-            "language": [source.language],
-            "pretty_name": f"{source.pretty_name} (nabench {recipe['name']})",
-            "task_categories": ["multiple-choice", "question-answering"],
-            "task_ids": ["multiple-choice-qa"],
-            "size_categories": [size_category(total)],
-            "source_datasets": [source_id],
-            "tags": ["nabench", "mcqa-artifacts", "choices-only", "memorization", source.name],
-            "configs": configs,
-            "dataset_info": infos,
-        }
+        metadata = mcqa_card_metadata(
+            source,
+            source_id=source_id,
+            recipe_name=recipe["name"],
+            n_rows=total,
+            tags=["nabench", "mcqa-artifacts", "choices-only", "memorization"],
+            configs=configs,
+            infos=infos,
+        )
         prompt_types = [
             {
                 "config": name,
