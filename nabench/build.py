@@ -26,8 +26,10 @@ from nabench.validate.eligibility import audit_items, exclusion_counts, split_by
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     Violation,
+    check_ids_in_original,
     check_perturbed,
     letter_distribution,
+    summarise_violations,
 )
 
 # Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
@@ -171,7 +173,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     with clock("validate"):
         violations = validate_staged(staged, extra_na_texts=na_texts)
     if violations:
-        raise ValidationFailed(_summarise(violations))
+        raise ValidationFailed(summarise_violations(violations))
     letter_shares = {
         f"{st.config}/{st.split}": letter_distribution(st.table)
         for st in staged
@@ -271,27 +273,16 @@ def validate_staged(
     """Row invariants of every perturbed config plus: each id also appears in `original`."""
     violations: list[Violation] = []
     originals = {
-        st.split: set(st.table.column("id").to_pylist()) for st in staged if st.config == "original"
+        st.split: st.table.column("id").combine_chunks() for st in staged if st.config == "original"
     }
     for st in staged:
         if st.config in {"excluded", "labels"}:
             continue
         where = st.relpath
         violations.extend(check_perturbed(st.table, where, extra_na_texts))
-        known = originals.get(st.split, set())
-        for row, item_id in enumerate(st.table.column("id").to_pylist()):
-            if item_id not in known:
-                violations.append(
-                    Violation(where, row, item_id, "id_in_original", "id missing from original")
-                )
+        known = originals.get(st.split, pa.array([], pa.string()))
+        violations.extend(check_ids_in_original(st.table, known, where))
     return violations
-
-
-def _summarise(violations: Sequence[Violation], cap: int = 20) -> str:
-    lines = [str(v) for v in violations[:cap]]
-    more = len(violations) - cap
-    tail = f"\n... and {more} more" if more > 0 else ""
-    return f"{len(violations)} invariant violation(s):\n" + "\n".join(lines) + tail
 
 
 def _readme_renderer(

@@ -22,7 +22,7 @@ from nabench.sources import LoadedSplit, Source, get_source
 from nabench.stage.hub_layout import StagedTable, stage
 from nabench.validate.artifacts import check_artifacts
 from nabench.validate.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
-from nabench.validate.invariants import Violation, check_schema
+from nabench.validate.invariants import Violation, check_schema, summarise_violations
 
 # Eligibility reasons that make an item unusable for the artifact prompts. Items that already
 # hold "None/All of the above" are fine here (nothing is inserted), so those reasons of the
@@ -125,7 +125,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
 
     violations = validate_artifact_staged(staged, k=fs.k, pool=pool)
     if violations:
-        raise ValidationFailed(_summarise(violations))
+        raise ValidationFailed(summarise_violations(violations))
 
     exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
     counts: dict[str, dict[str, int]] = {}
@@ -216,13 +216,6 @@ def validate_artifact_staged(
         else:
             violations.extend(check_artifacts(st.table, st.relpath, k=k, questions=questions))
     return violations
-
-
-def _summarise(violations: Sequence[Violation], cap: int = 20) -> str:
-    lines = [str(v) for v in violations[:cap]]
-    more = len(violations) - cap
-    tail = f"\n... and {more} more" if more > 0 else ""
-    return f"{len(violations)} invariant violation(s):\n" + "\n".join(lines) + tail
 
 
 def last_example(prompt: str) -> str:

@@ -14,6 +14,7 @@ from nabench.errors import NabenchError
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     Violation,
+    check_ids_in_original,
     check_perturbed,
     check_schema,
     letter_distribution,
@@ -123,23 +124,19 @@ def validate_path(
     files = sorted(p for p in path.rglob("*.parquet") if not p.name.startswith("."))
     if not files:
         raise NabenchError(f"{path}: no parquet files found")
-    originals: dict[str, set[str]] = {}
+    originals: dict[str, pa.Array] = {}
     tables: list[tuple[str, pa.Table]] = []
     for f in files:
         rel = str(f.relative_to(path))
         table = read_rows(f)
         tables.append((rel, table))
         if f.parent.name == "original":
-            originals[f.name] = set(table.column("id").to_pylist())
+            originals[f.name] = table.column("id").combine_chunks().cast(pa.string())
     for rel, table in tables:
         validate_table(table, rel, report)
         if table_kind(table) == "perturbed_item" and originals:
-            known = originals.get(Path(rel).name, set())
-            for row, item_id in enumerate(table.column("id").to_pylist()):
-                if item_id not in known:
-                    report.violations.append(
-                        Violation(rel, row, item_id, "id_in_original", "id missing from original")
-                    )
+            known = originals.get(Path(rel).name, pa.array([], pa.string()))
+            report.violations.extend(check_ids_in_original(table, known, rel))
     return report
 
 

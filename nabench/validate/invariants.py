@@ -7,7 +7,7 @@ file, row, id and rule.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,6 +239,26 @@ def check_perturbed(
         for i in np.flatnonzero(mask):
             out.append(Violation(where, int(i), str(ids[int(i)].as_py()), rule, explain(int(i))))
     return out
+
+
+def check_ids_in_original(table: pa.Table, original_ids: pa.Array, where: str) -> list[Violation]:
+    """Every id of a perturbed config must also be in `original` (traceable to its source)."""
+    ids = _strings(table, "id")
+    missing = ~_bool(pc.is_in(ids, value_set=original_ids))
+    return [
+        Violation(
+            where, int(i), str(ids[int(i)].as_py()), "id_in_original", "id missing from original"
+        )
+        for i in np.flatnonzero(missing)
+    ]
+
+
+def summarise_violations(violations: Sequence[Violation], cap: int = 20) -> str:
+    """The first `cap` violations, one per line, plus how many more there are."""
+    lines = [str(v) for v in violations[:cap]]
+    more = len(violations) - cap
+    tail = f"\n... and {more} more" if more > 0 else ""
+    return f"{len(violations)} invariant violation(s):\n" + "\n".join(lines) + tail
 
 
 def check_schema(table: pa.Table, kind: str, where: str) -> list[Violation]:

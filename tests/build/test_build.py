@@ -277,3 +277,16 @@ def test_list_and_schema_export(tmp_path: Path) -> None:
     shipped = Path(__file__).resolve().parents[2] / "nabench" / "schemas" / "json"
     for f in shipped.glob("*.schema.json"):
         assert (tmp_path / f.name).read_text() == f.read_text(), f"{f.name} is stale"
+
+
+def test_validate_flags_ids_missing_from_original(gpqa_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "g"
+    build(load_recipe("gpqa-na"), BuildOptions(source=str(gpqa_dir), out=out, progress=False))
+    path = out / "na_keyed" / "train-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[2]["id"] = "gpqa/gpqa_main/recNOTINORIGINAL"
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    code, output = _cli("validate", str(out))
+    assert code == 1
+    assert "row 2 id=gpqa/gpqa_main/recNOTINORIGINAL: [id_in_original]" in output
