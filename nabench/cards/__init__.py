@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from nabench.cards._release import (
     finalize_card,
+    finalize_parts,
     merge_metadata,
     parse_changelog,
-    split_front_matter,
 )
+from nabench.cards.front_matter import card_yaml, split_front_matter, with_front_matter
 
 TEMPLATES = Path(__file__).parent / "templates"
+
+
+@lru_cache(maxsize=1)
+def _templates() -> Any:
+    """One jinja environment per process, so each template is compiled once."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        keep_trailing_newline=True,
+        autoescape=False,  # Markdown, not HTML
+        undefined=jinja2.StrictUndefined,
+    )
 
 
 def size_category(n: int) -> str:
@@ -60,24 +75,24 @@ def render_card(
     context: dict[str, Any],
 ) -> str:
     """Render README.md: YAML front matter from `DatasetCardData`, body from a jinja template."""
-    import jinja2
-    from huggingface_hub import DatasetCardData
+    return with_front_matter(metadata, render_body(template, context))
 
-    card_data = DatasetCardData(**metadata)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        keep_trailing_newline=True,
-        autoescape=False,  # Markdown, not HTML
-        undefined=jinja2.StrictUndefined,
-    )
-    return env.get_template(template).render(card_data=card_data.to_yaml(), **context)
+
+def render_body(template: str, context: dict[str, Any]) -> str:
+    """A card's Markdown body (everything after the front matter) from a jinja template."""
+    body: str = _templates().get_template(template).render(**context)
+    return body
 
 
 __all__ = [
+    "card_yaml",
     "finalize_card",
+    "finalize_parts",
     "merge_metadata",
     "parse_changelog",
+    "render_body",
     "render_card",
     "size_category",
     "split_front_matter",
+    "with_front_matter",
 ]

@@ -12,26 +12,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from nabench.cards.front_matter import split_front_matter, with_front_matter
 
 LOADING = ("<!-- nabench:loading:start -->", "<!-- nabench:loading:end -->")
 CHANGELOG = ("<!-- nabench:changelog:start -->", "<!-- nabench:changelog:end -->")
-_FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 _ENTRY = re.compile(r"^### v(\S+)\s*$", re.M)
 # Metadata keys nabench derives from the data; every other key of a previous card survives.
 GENERATED_KEYS = frozenset({"configs", "dataset_info", "size_categories"})
-
-
-def split_front_matter(readme: str) -> tuple[dict[str, Any], str]:
-    """(YAML metadata, body) of a README; ({}, readme) without front matter."""
-    match = _FRONT.match(readme)
-    if not match:
-        return {}, readme
-    # libyaml's C loader when present: a card's dataset_info front matter is large.
-    data = yaml.load(match.group(1), Loader=_SAFE_LOADER) or {}
-    return (data if isinstance(data, dict) else {}), readme[match.end() :]
 
 
 def merge_metadata(previous: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
@@ -162,9 +149,30 @@ def finalize_card(
     previous_manifest: Mapping[str, Any] | None = None,
 ) -> str:
     """The card as published for `version` at `repo_id` on top of the previous release."""
-    from huggingface_hub import DatasetCardData
-
     metadata, body = split_front_matter(readme)
+    return finalize_parts(
+        metadata,
+        body,
+        version=version,
+        repo_id=repo_id,
+        manifest=manifest,
+        previous_readme=previous_readme,
+        previous_manifest=previous_manifest,
+    )
+
+
+def finalize_parts(
+    metadata: Mapping[str, Any],
+    body: str,
+    *,
+    version: str,
+    repo_id: str,
+    manifest: Mapping[str, Any],
+    previous_readme: str | None = None,
+    previous_manifest: Mapping[str, Any] | None = None,
+) -> str:
+    """`finalize_card` for a card still in parts (metadata, body): no YAML round trip."""
+    metadata = dict(metadata)
     if previous_readme:
         previous_meta, _ = split_front_matter(previous_readme)
         metadata = merge_metadata(previous_meta, metadata)
@@ -173,11 +181,10 @@ def finalize_card(
     split = next(iter(counts.get(config, {"test": 0})), "test")
     body = _replace(body, LOADING, loading_snippet(repo_id, version, config, split))
 
-    entries = parse_changelog(readme)
+    entries = parse_changelog(body)
     for old_version, text in parse_changelog(previous_readme).items():
         entries.setdefault(old_version, text)
     if previous_manifest is not None or version not in entries:
         entries[version] = changelog_entry(version, manifest, previous_manifest)
     body = _replace(body, CHANGELOG, render_changelog(entries))
-    card_yaml = DatasetCardData(**metadata).to_yaml()
-    return f"---\n{card_yaml}\n---\n{body}"
+    return with_front_matter(metadata, body)

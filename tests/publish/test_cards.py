@@ -86,3 +86,21 @@ def test_finalize_is_idempotent(staged_v1: Path) -> None:
     assert once == twice
     assert list(parse_changelog(once)) == ["1.2.0", "1.0.0"]
     assert 'load_dataset("a/b", "na_keyed", split="test", revision="v1.2.0")' in once
+
+
+def test_card_yaml_is_datasetcarddata_yaml(staged_v1: Path) -> None:
+    """libyaml emits exactly the text `DatasetCardData.to_yaml()` would, unicode included."""
+    from huggingface_hub import DatasetCardData
+
+    from nabench.cards import card_yaml
+
+    meta, _ = split_front_matter((staged_v1 / "README.md").read_text())
+    assert meta["dataset_info"] and meta["configs"]
+    meta["pretty_name"] = "Ünïcode 日本語 — “quotes”: yes"
+    meta["tags"] = [*meta["tags"], "a: colon", "- dash", "123", "null"]
+    expected = DatasetCardData(**meta).to_yaml()
+    assert card_yaml(meta) == expected
+    assert (
+        split_front_matter(f"---\n{card_yaml(meta)}\n---\nbody")[0]["pretty_name"]
+        == (meta["pretty_name"])
+    )
