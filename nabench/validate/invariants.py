@@ -47,27 +47,53 @@ def _bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-@dataclass(frozen=True)
 class _Lists:
-    """A list<string> column as offsets + flat values."""
+    """A list<string> column as offsets + flat values, read position by position.
 
-    offsets: np.ndarray
-    flat: pa.Array
-    lengths: np.ndarray
-    parents: np.ndarray
+    Options lists are short (4-5), so each rule compares at most a handful of aligned
+    "element j of every row" arrays with Arrow's memcmp kernels; no hashing, no Python loop
+    over rows.
+    """
 
-    @classmethod
-    def of(cls, column: pa.ChunkedArray | pa.Array) -> _Lists:
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
         arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         if arr.null_count:
             arr = pc.if_else(pc.is_null(arr), pa.scalar([], arr.type), arr)
         offsets, flat = list_parts(arr)
-        lengths = np.diff(offsets)
-        flat = flat.cast(pa.string()).fill_null("")
-        return cls(offsets, flat, lengths, np.repeat(np.arange(len(lengths)), lengths))
+        self.offsets = offsets
+        self.lengths = np.diff(offsets)
+        self.flat = flat.cast(pa.string()).fill_null("")
+        self._columns: dict[int, pa.Array] = {}
+
+    @classmethod
+    def of(cls, column: pa.ChunkedArray | pa.Array) -> _Lists:
+        return cls(column)
+
+    @property
+    def width(self) -> int:
+        return int(self.lengths.max(initial=0))
 
     def per_row_any(self, flat_mask: np.ndarray) -> np.ndarray:
-        return np.bincount(self.parents, weights=flat_mask, minlength=len(self.lengths)) > 0
+        """Per list: does any of its elements satisfy `flat_mask`?"""
+        running = np.concatenate([[0], np.cumsum(flat_mask, dtype=np.int64)])
+        return running[self.offsets[1:]] > running[self.offsets[:-1]]
+
+    def column(self, j: int, values: pa.Array | None = None) -> pa.Array:
+        """Element j of every list (null where a list is shorter); `values` realigns flat."""
+        if values is None and j in self._columns:
+            return self._columns[j]
+        ok = self.lengths > j
+        source = self.flat if values is None else values
+        if len(source) == 0:
+            out = pa.nulls(len(self.lengths), pa.string())
+        else:
+            pos = np.minimum(self.offsets[:-1] + j, len(source) - 1)
+            out = source.take(pa.array(pos))
+            if not ok.all():
+                out = pc.if_else(pa.array(ok), out, pa.scalar(None, pa.string()))
+        if values is None:
+            self._columns[j] = out
+        return out
 
     def at(self, index: np.ndarray) -> pa.Array:
         """Element `index[i]` of list i (null where out of range)."""
@@ -76,42 +102,33 @@ class _Lists:
             return pa.nulls(len(index), pa.string())
         pos = np.where(ok, self.offsets[:-1] + np.where(ok, index, 0), 0)
         pos = np.minimum(pos, len(self.flat) - 1)
-        return pc.if_else(pa.array(ok), self.flat.take(pa.array(pos)), pa.scalar(None, pa.string()))
+        taken = self.flat.take(pa.array(pos))
+        return taken if ok.all() else pc.if_else(pa.array(ok), taken, pa.scalar(None, pa.string()))
 
     def count_equal(self, per_row: pa.Array) -> np.ndarray:
         """How many elements of list i equal per_row[i]."""
-        target = per_row.take(pa.array(self.parents))
-        hits = _bool(pc.equal(self.flat, target))
-        return np.bincount(self.parents, weights=hits, minlength=len(self.lengths)).astype(int)
+        counts = np.zeros(len(self.lengths), dtype=int)
+        for j in range(self.width):
+            counts += _bool(pc.equal(self.column(j), per_row))
+        return counts
 
     def prefix_equal(self, other: _Lists) -> np.ndarray:
         """Whether the first min(len_i, other_len_i) elements of each list are equal."""
-        m = np.minimum(self.lengths, other.lengths)
-        parents = np.repeat(np.arange(len(m)), m)
-        within = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m)
-        mine = self.flat.take(pa.array(self.offsets[:-1][parents] + within))
-        theirs = other.flat.take(pa.array(other.offsets[:-1][parents] + within))
-        differs = ~_bool(pc.equal(mine, theirs))
-        return np.bincount(parents, weights=differs, minlength=len(m)) == 0
+        if np.array_equal(self.offsets, other.offsets):  # same shapes: one aligned comparison
+            return ~self.per_row_any(~_bool(pc.equal(self.flat, other.flat)))
+        ok = np.ones(len(self.lengths), dtype=bool)
+        for j in range(min(self.width, other.width)):
+            both = (self.lengths > j) & (other.lengths > j)
+            ok &= ~both | _bool(pc.equal(self.column(j), other.column(j)))
+        return ok
 
     def has_duplicates(self, values: pa.Array) -> np.ndarray:
-        """Whether list i holds two equal `values` (aligned with the flat elements).
-
-        Pairwise over positions (j, k) up to the longest list: options lists are short, and
-        ~10 vectorised comparisons beat a hash group-by over every element.
-        """
-        n = len(self.lengths)
-        dup = np.zeros(n, dtype=bool)
-        longest = int(self.lengths.max()) if n else 0
-        starts = self.offsets[:-1]
-        for j in range(longest):
-            for k in range(j + 1, longest):
-                rows = np.flatnonzero(self.lengths > k)
-                if len(rows) == 0:
-                    continue
-                a = values.take(pa.array(starts[rows] + j))
-                b = values.take(pa.array(starts[rows] + k))
-                dup[rows] |= _bool(pc.equal(a, b))
+        """Whether list i holds two equal `values` (aligned with the flat elements)."""
+        cols = [self.column(j, values) for j in range(self.width)]
+        dup = np.zeros(len(self.lengths), dtype=bool)
+        for j in range(len(cols)):
+            for k in range(j + 1, len(cols)):
+                dup |= _bool(pc.equal(cols[j], cols[k]))  # null (list too short) -> False
         return dup
 
 
@@ -123,10 +140,25 @@ def _strings(table: pa.Table, name: str) -> pa.Array:
     return table.column(name).combine_chunks().cast(pa.string())
 
 
+def first_repeats(values: pa.Array) -> np.ndarray:
+    """True for each row whose value already appeared in an earlier row."""
+    # dictionary_encode numbers values in order of first appearance, so a row is a first
+    # occurrence exactly when its code exceeds every earlier code.
+    codes = pc.dictionary_encode(values).indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    if len(codes) == 0:
+        return np.zeros(0, dtype=bool)
+    earlier_max = np.concatenate([[-1], np.maximum.accumulate(codes)[:-1]])
+    return codes <= earlier_max
+
+
 def check_perturbed(
     table: pa.Table, where: str, extra_na_texts: Iterable[str] = ()
 ) -> list[Violation]:
-    """All row-level invariants of a perturbed config (any variant)."""
+    """All row-level invariants of a perturbed config (any variant).
+
+    Each rule has a scope (the rows of its variant) and is only evaluated when its scope is
+    non-empty: a config holds one variant, so most rules cost nothing.
+    """
     ids = _strings(table, "id")
     choices = _Lists.of(table.column("choices"))
     original = _Lists.of(table.column("original_choices"))
@@ -135,14 +167,26 @@ def check_perturbed(
     replaced = _ints(table, "replaced_index")
     variant = _strings(table, "variant").fill_null("")
     na_text = _strings(table, "na_text")
-
-    key_text = choices.at(answer)
-    gold_text = original.at(orig_answer)
-    replaced_text = choices.at(replaced)
-    last = choices.at(choices.lengths - 1)
     stripped = pc.utf8_trim_whitespace(choices.flat)
-    lowered = pc.utf8_lower(stripped)
     known_na = pa.array(sorted({t.lower() for t in (*KNOWN_NA_TEXTS, *extra_na_texts)}))
+    lazy: dict[str, Any] = {}
+
+    def once(name: str, compute: Callable[[], Any]) -> Any:
+        if name not in lazy:
+            lazy[name] = compute()
+        return lazy[name]
+
+    def key_text() -> pa.Array:
+        return once("key", lambda: choices.at(answer))
+
+    def gold_text() -> pa.Array:
+        return once("gold", lambda: original.at(orig_answer))
+
+    def na_count() -> np.ndarray:
+        return once("na_count", lambda: choices.count_equal(na_text))
+
+    def prefix_ok() -> np.ndarray:
+        return once("prefix", lambda: choices.prefix_equal(original))
 
     def is_variant(name: str) -> np.ndarray:
         return _bool(pc.equal(variant, name))
@@ -150,93 +194,110 @@ def check_perturbed(
     def differs(a: pa.Array, b: pa.Array) -> np.ndarray:
         return ~_bool(pc.equal(a, b))
 
-    is_keyed, is_dist = is_variant("na_keyed"), is_variant("na_distractor")
-    is_orig, is_aota = is_variant("original"), is_variant("all_of_the_above")
-    na_count = choices.count_equal(na_text)
-    prefix_ok = choices.prefix_equal(original)
-    same_len = choices.lengths == original.lengths
-
     def show(arr: pa.Array, i: int) -> str:
         return repr(arr[i].as_py())
 
-    rules: list[tuple[str, np.ndarray, Callable[[int], str]]] = [
+    every = np.ones(table.num_rows, dtype=bool)
+    is_keyed, is_dist = is_variant("na_keyed"), is_variant("na_distractor")
+    is_orig, is_aota = is_variant("original"), is_variant("all_of_the_above")
+    same_len = choices.lengths == original.lengths
+    rules: list[tuple[str, np.ndarray, Callable[[], np.ndarray], Callable[[int], str]]] = [
         (
             "key_in_range",
-            (answer < 0) | (answer >= choices.lengths),
+            every,
+            lambda: (answer < 0) | (answer >= choices.lengths),
             lambda i: f"answer {answer[i]} not in [0, {choices.lengths[i]})",
         ),
         (
             "choices_non_empty",
-            choices.per_row_any(_bool(pc.equal(stripped, ""))),
+            every,
+            lambda: choices.per_row_any(_bool(pc.equal(stripped, ""))),
             lambda i: "a choice is empty",
         ),
         (
             "choices_distinct",
-            choices.has_duplicates(stripped),
+            every,
+            lambda: choices.has_duplicates(stripped),
             lambda i: "two choices have the same text",
         ),
         (
             "na_exactly_once",
-            (is_keyed | is_dist | is_aota) & (na_count != 1),
-            lambda i: f"{show(na_text, i)} appears {na_count[i]} times (expected exactly once)",
+            is_keyed | is_dist | is_aota,
+            lambda: na_count() != 1,
+            lambda i: f"{show(na_text, i)} appears {na_count()[i]} times (expected exactly once)",
         ),
         (
             "no_na_in_original",
-            is_orig & choices.per_row_any(_bool(pc.is_in(lowered, known_na))),
+            is_orig,
+            lambda: choices.per_row_any(_bool(pc.is_in(pc.utf8_lower(stripped), known_na))),
             lambda i: "an NA phrasing appears among the original choices",
         ),
         (
             "original_unchanged",
-            is_orig & (~(same_len & prefix_ok) | (answer != orig_answer)),
+            is_orig,
+            lambda: ~(same_len & prefix_ok()) | (answer != orig_answer),
             lambda i: "original row differs from its source choices/answer",
         ),
         (
             "na_keyed_key_is_na",
-            is_keyed & differs(key_text, na_text),
-            lambda i: f"key text is {show(key_text, i)}, expected {show(na_text, i)}",
+            is_keyed,
+            lambda: differs(key_text(), na_text),
+            lambda i: f"key text is {show(key_text(), i)}, expected {show(na_text, i)}",
         ),
         (
             "na_keyed_gold_absent",
-            is_keyed & (choices.count_equal(gold_text) > 0),
-            lambda i: f"original gold text {show(gold_text, i)} is still among the choices",
+            is_keyed,
+            lambda: choices.count_equal(gold_text()) > 0,
+            lambda i: f"original gold text {show(gold_text(), i)} is still among the choices",
         ),
         (
             "na_keyed_in_place",
-            is_keyed & ((replaced != orig_answer) | (answer != orig_answer)),
+            is_keyed,
+            lambda: (replaced != orig_answer) | (answer != orig_answer),
             lambda i: "NA must replace the gold option in place",
         ),
         (
             "na_distractor_key_is_gold",
-            is_dist & (differs(key_text, gold_text) | (answer != orig_answer)),
+            is_dist,
+            lambda: differs(key_text(), gold_text()) | (answer != orig_answer),
             lambda i: (
-                f"key text is {show(key_text, i)}, expected original gold {show(gold_text, i)}"
+                f"key text is {show(key_text(), i)}, expected original gold {show(gold_text(), i)}"
             ),
         ),
         (
             "na_distractor_replaced_distractor",
-            is_dist & ((replaced == answer) | differs(replaced_text, na_text)),
+            is_dist,
+            lambda: (replaced == answer) | differs(choices.at(replaced), na_text),
             lambda i: f"replaced_index {replaced[i]} must be a distractor now holding the NA text",
         ),
         (
             "aota_appended",
-            is_aota
-            & ((choices.lengths != original.lengths + 1) | differs(last, na_text) | ~prefix_ok),
+            is_aota,
+            lambda: (
+                (choices.lengths != original.lengths + 1)
+                | differs(choices.at(choices.lengths - 1), na_text)
+                | ~prefix_ok()
+            ),
             lambda i: f"expected the original choices plus {show(na_text, i)} as the last option",
         ),
         (
             "aota_key_unchanged",
-            is_aota & (answer != orig_answer),
+            is_aota,
+            lambda: answer != orig_answer,
             lambda i: f"answer {answer[i]} != original answer {orig_answer[i]}",
         ),
         (
             "ids_unique",
-            pd.Series(ids.to_numpy(zero_copy_only=False)).duplicated().to_numpy(),
+            every,
+            lambda: first_repeats(ids),
             lambda i: "id repeats an earlier row",
         ),
     ]
     out: list[Violation] = []
-    for rule, mask, explain in rules:
-        for i in np.flatnonzero(mask):
+    for rule, scope, broken, explain in rules:
+        if not scope.any():
+            continue
+        for i in np.flatnonzero(scope & broken()):
             out.append(Violation(where, int(i), str(ids[int(i)].as_py()), rule, explain(int(i))))
     return out
 
