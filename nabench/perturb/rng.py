@@ -18,10 +18,13 @@ def item_rng(seed: int, item_id: str, purpose: str) -> random.Random:
 def item_hashes(seed: int, ids: Sequence[str], purpose: str) -> np.ndarray:
     """One uniform 64-bit draw per item from blake2b(seed:purpose:id) — the cheap per-item
     equivalent of `item_rng(...).getrandbits(64)` for columnar builders."""
-    digests = b"".join(
-        hashlib.blake2b(f"{seed}:{purpose}:{i}".encode(), digest_size=8).digest() for i in ids
-    )
-    return np.frombuffer(digests, dtype=">u8").astype(np.uint64)
+    prefix = hashlib.blake2b(f"{seed}:{purpose}:".encode(), digest_size=8)
+    digests = bytearray()
+    for item_id in ids:  # the shared prefix is hashed once, each item only adds its id
+        h = prefix.copy()
+        h.update(item_id.encode())
+        digests += h.digest()
+    return np.frombuffer(bytes(digests), dtype=">u8").astype(np.uint64)
 
 
 def item_choice_index(seed: int, ids: Sequence[str], purpose: str, k: np.ndarray) -> np.ndarray:
