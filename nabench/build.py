@@ -15,13 +15,13 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from nabench import __version__
-from nabench.cards import mcqa_card_metadata, render_card
+from nabench.cards import mcqa_card_metadata, render_body
 from nabench.errors import NabenchError, ValidationFailed
 from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
-from nabench.stage.hub_layout import StagedTable, stage
+from nabench.stage.hub_layout import StagedTable, StagingArea
 from nabench.validate.eligibility import audit_items, exclusion_counts, split_by_flags
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -130,91 +130,98 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     label_source = _label_source(recipe, options)
     label_mode = label_source.mode if label_source else "none"
 
-    staged: list[StagedTable] = []
-    sources_meta: dict[str, Any] = {}
-    excluded_tables: list[pa.Table] = []
-    steps = len(splits) * (3 + len(builders))
-    bar = tqdm(total=steps, desc=f"build {recipe.name}", disable=not options.progress, unit="step")
-    clock = PhaseClock()
-    for split in splits:
-        bar.set_postfix_str(f"load {split}")
-        with clock("load"):
-            loaded = _load(source, recipe, options, split, seed)
-        items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
-        sources_meta[split] = {
-            "origin": loaded.origin,
-            "fingerprint": loaded.fingerprint,
-            "files": loaded.files,
-            "rows_read": loaded.items.num_rows,
-            "rows_used": items.num_rows,
-        }
-        bar.update()
-        with clock("audit"):
-            audit = audit_items(items, na_texts, all_texts)
-        _check_strict(audit.excluded, options.strict)
-        with clock("label"):
-            eligible, label_cols, label_excluded, published = _label(audit.eligible, label_source)
-        excluded = pa.concat_tables([audit.excluded, label_excluded])
-        excluded_tables.append(excluded)
-        bar.update()
-        columns = ItemColumns.from_table(eligible, label_cols)
-        for builder in builders:
-            bar.set_postfix_str(f"{builder.config_name}/{split}")
-            with clock("perturb"):
-                table = builder.build(columns, seed)
-            staged.append(StagedTable(builder.config_name, split, table))
+    # Parquet files are written in the background as soon as each config is built; nothing
+    # reaches `out` unless validation passes and `commit` swaps the finished tree in.
+    with StagingArea(out) as area:
+        sources_meta: dict[str, Any] = {}
+        excluded_tables: list[pa.Table] = []
+        steps = len(splits) * (3 + len(builders))
+        bar = tqdm(
+            total=steps, desc=f"build {recipe.name}", disable=not options.progress, unit="step"
+        )
+        clock = PhaseClock()
+        for split in splits:
+            bar.set_postfix_str(f"load {split}")
+            with clock("load"):
+                loaded = _load(source, recipe, options, split, seed)
+            items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
+            sources_meta[split] = {
+                "origin": loaded.origin,
+                "fingerprint": loaded.fingerprint,
+                "files": loaded.files,
+                "rows_read": loaded.items.num_rows,
+                "rows_used": items.num_rows,
+            }
             bar.update()
-        staged.append(StagedTable("excluded", split, excluded))
-        if published is not None:
-            staged.append(StagedTable("labels", split, published))
-        bar.update()
-    bar.close()
+            with clock("audit"):
+                audit = audit_items(items, na_texts, all_texts)
+            _check_strict(audit.excluded, options.strict)
+            with clock("label"):
+                eligible, label_cols, label_excluded, published = _label(
+                    audit.eligible, label_source
+                )
+            excluded = pa.concat_tables([audit.excluded, label_excluded])
+            excluded_tables.append(excluded)
+            bar.update()
+            columns = ItemColumns.from_table(eligible, label_cols)
+            for builder in builders:
+                bar.set_postfix_str(f"{builder.config_name}/{split}")
+                with clock("perturb"):
+                    table = builder.build(columns, seed)
+                area.add(StagedTable(builder.config_name, split, table))
+                bar.update()
+            area.add(StagedTable("excluded", split, excluded))
+            if published is not None:
+                area.add(StagedTable("labels", split, published))
+            bar.update()
+        bar.close()
 
-    with clock("validate"):
-        violations = validate_staged(staged, extra_na_texts=na_texts)
-    if violations:
-        raise ValidationFailed(summarise_violations(violations))
-    letter_shares = {
-        f"{st.config}/{st.split}": letter_distribution(st.table)
-        for st in staged
-        if st.config not in {"excluded", "labels"}
-    }
-    warnings = [
-        f"{key}: letter {letter} is the key in {share:.1%} of rows (> 40%)"
-        for key, shares in letter_shares.items()
-        for letter, share in shares.items()
-        if share > LETTER_SHARE_WARNING
-    ]
-    exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
-    counts: dict[str, dict[str, int]] = {}
-    for st in staged:
-        counts.setdefault(st.config, {})[st.split] = st.table.num_rows
-    manifest = {
-        "nabench_version": __version__,
-        "python": platform.python_version(),
-        "recipe": recipe.model_dump(mode="json"),
-        "seed": seed,
-        "splits": splits,
-        "limit": options.limit,
-        "source": {
-            "dataset": source.name,
-            "location": options.source or recipe.source.hub_id or source.hub_id,
-            "config": recipe.source.config or source.default_config,
-            "revision": recipe.source.revision,
-            "splits": sources_meta,
-        },
-        "counts": counts,
-        "exclusions": exclusions,
-        "letter_shares": letter_shares,
-        "warnings": warnings,
-        "validation": {"violations": 0, "rules": "nabench.validate.invariants"},
-    }
-    labeler_info = label_source.info() if label_source else {}
-    manifest["labels"] = {"mode": label_mode, **labeler_info}
-    readme = _readme_renderer(recipe, source, manifest, staged, out)
-    with clock("stage"):
-        stage(out, staged, readme, manifest)
-    return BuildResult(out, counts, exclusions, letter_shares, warnings, clock.seconds)
+        staged = area.tables
+        with clock("validate"):
+            violations = validate_staged(staged, extra_na_texts=na_texts)
+        if violations:
+            raise ValidationFailed(summarise_violations(violations))
+        letter_shares = {
+            f"{st.config}/{st.split}": letter_distribution(st.table)
+            for st in staged
+            if st.config not in {"excluded", "labels"}
+        }
+        warnings = [
+            f"{key}: letter {letter} is the key in {share:.1%} of rows (> 40%)"
+            for key, shares in letter_shares.items()
+            for letter, share in shares.items()
+            if share > LETTER_SHARE_WARNING
+        ]
+        exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
+        counts: dict[str, dict[str, int]] = {}
+        for st in staged:
+            counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+        manifest = {
+            "nabench_version": __version__,
+            "python": platform.python_version(),
+            "recipe": recipe.model_dump(mode="json"),
+            "seed": seed,
+            "splits": splits,
+            "limit": options.limit,
+            "source": {
+                "dataset": source.name,
+                "location": options.source or recipe.source.hub_id or source.hub_id,
+                "config": recipe.source.config or source.default_config,
+                "revision": recipe.source.revision,
+                "splits": sources_meta,
+            },
+            "counts": counts,
+            "exclusions": exclusions,
+            "letter_shares": letter_shares,
+            "warnings": warnings,
+            "validation": {"violations": 0, "rules": "nabench.validate.invariants"},
+        }
+        labeler_info = label_source.info() if label_source else {}
+        manifest["labels"] = {"mode": label_mode, **labeler_info}
+        readme = _readme_renderer(recipe, source, manifest, staged, out)
+        with clock("stage"):  # what is left of the background writes, then README + manifest
+            area.commit(readme, manifest)
+        return BuildResult(out, counts, exclusions, letter_shares, warnings, clock.seconds)
 
 
 def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, seed: int) -> Any:
@@ -298,7 +305,7 @@ def _readme_renderer(
     metadata is merged (not overwritten) and its changelog carried over.
     """
     from nabench.cards import _context as cc
-    from nabench.cards import finalize_card
+    from nabench.cards import finalize_parts
 
     def _read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8") if path.is_file() else None
@@ -390,9 +397,9 @@ def _readme_renderer(
             "citation": source.citation,
             "variant_citations": cc.variant_citations(kinds),
         }
-        card = render_card(template="na_card.md.jinja", metadata=metadata, context=context)
-        return finalize_card(
-            card,
+        return finalize_parts(
+            metadata,
+            render_body("na_card.md.jinja", context),
             version=recipe.version,
             repo_id=recipe.publish.repo_id or f"ORG/{recipe.name}",
             manifest=manifest,

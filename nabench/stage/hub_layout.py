@@ -41,39 +41,122 @@ class StagedTable:
         return f"{self.config}/{split_filename(self.split)}"
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+# Free text and ids are (nearly) unique per row: parquet's dictionary attempt on them costs
+# ~12% of a full MMLU write and falls back to plain encoding anyway, and min/max statistics
+# of free text help no reader. Every other column (provenance, categories, numbers) keeps
+# the default dictionary encoding and statistics.
+PLAIN_COLUMNS = frozenset(
+    {
+        "id",
+        "item_id",
+        "task_id",
+        "question",
+        "choices",
+        "original_choices",
+        "prompt",
+        "target",
+        "task",
+        "analysis",
+        "raw_output",
+        "rationale",
+        "detail",
+        "inserted_question",
+        "inferred_question",
+        "prompt_sha256",
+    }
+)
 
 
-def write_parquet(table: pa.Table, path: Path) -> None:
-    """Deterministic parquet with the `huggingface` features metadata (same input -> same bytes)."""
+def write_parquet(table: pa.Table, path: Path) -> str:
+    """Deterministic parquet with the `huggingface` features metadata (same input -> same bytes).
+
+    Returns the file's sha256, computed from the bytes in memory before they are written.
+    """
     schema = features_for(table.schema).arrow_schema
+    structured = [c for c in schema.names if c not in PLAIN_COLUMNS]
+    sink = pa.BufferOutputStream()
     pq.write_table(
         table.cast(schema),
-        path,
-        compression="snappy",  # what `push_to_hub` writes; zstd costs ~2x the time
+        sink,
+        # zstd level 1: the CPU time of snappy (what `push_to_hub` writes) with files ~35%
+        # smaller (full mmlu-na: 19.9 MB instead of 30.9 MB); every parquet reader has it.
+        compression="zstd",
+        compression_level=1,
         row_group_size=100_000,
-        write_statistics=True,
+        use_dictionary=structured,
+        write_statistics=structured,
         store_schema=True,
     )
+    data = sink.getvalue()
+    path.write_bytes(memoryview(data))
+    return hashlib.sha256(memoryview(data)).hexdigest()
 
 
-def _write_tables(root: Path, tables: list[StagedTable]) -> dict[str, str]:
-    """Write every parquet file, in threads (Arrow's writer releases the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
+def _write_one(st: StagedTable, target: Path) -> tuple[str, str]:
+    return st.relpath, write_parquet(st.table, target)
 
-    def write_one(st: StagedTable) -> tuple[str, str]:
-        target = root / st.relpath
+
+class StagingArea:
+    """A temp folder beside `out` that parquet files are written into while the build goes on.
+
+    `add` hands a table to a background writer (Arrow's writer and hashlib release the GIL,
+    so writing overlaps the next perturbation and the validation). `commit` waits for the
+    files, adds README.md and build.json and swaps the folder into place; leaving the `with`
+    block without a commit (an error, a failed validation, Ctrl-C) deletes the temp folder,
+    so `out` holds either the previous complete build or the new one, never a mix.
+    """
+
+    def __init__(self, out: Path, workers: int | None = None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.out = out.resolve()
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
+        self.root.chmod(0o755)  # mkdtemp makes 0700; a published tree is world-readable
+        self.tables: list[StagedTable] = []
+        self._pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
+        self._writes: list[Any] = []
+        self._committed = False
+
+    def __enter__(self) -> StagingArea:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for future in self._writes:
+            future.cancel()
+        self._pool.shutdown(wait=True)
+        if not self._committed:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def add(self, st: StagedTable) -> None:
+        if any(t.relpath == st.relpath for t in self.tables):
+            raise ValueError(f"{st.relpath} is staged twice")
+        self.tables.append(st)
+        target = self.root / st.relpath
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_parquet(st.table, target)
-        return st.relpath, sha256_file(target)
+        self._writes.append(
+            self._pool.submit(lambda: (st.relpath, write_parquet(st.table, target)))
+        )
 
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        return dict(pool.map(write_one, tables))
+    def commit(
+        self,
+        render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
+        manifest: Mapping[str, Any],
+    ) -> dict[str, str]:
+        """Finish the tree and swap it into place; returns {relative path: sha256}."""
+        configs, infos = hub_metadata(self.tables)
+        readme = render_readme(configs, infos).encode("utf-8")  # while the writers finish
+        hashes = dict(future.result() for future in self._writes)
+        (self.root / "README.md").write_bytes(readme)
+        hashes["README.md"] = hashlib.sha256(readme).hexdigest()
+        full_manifest = {**manifest, "files": dict(sorted(hashes.items()))}
+        (self.root / MANIFEST).write_text(
+            json.dumps(full_manifest, indent=2, sort_keys=False, default=str) + "\n",
+            encoding="utf-8",
+        )
+        swap_into_place(self.root, self.out)
+        self._committed = True
+        return hashes
 
 
 def hub_metadata(tables: list[StagedTable]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -105,30 +188,11 @@ def stage(
     render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
     manifest: Mapping[str, Any],
 ) -> dict[str, str]:
-    """Write the repository tree into a temp folder beside `out`, then swap it into place.
-
-    A killed build leaves either the previous complete folder or the new one, never a mix.
-    Returns {relative path: sha256} of the data files and README.
-    """
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp makes 0700; a published tree is world-readable
-    try:
-        hashes = _write_tables(tmp, tables)
-        configs, infos = hub_metadata(tables)
-        (tmp / "README.md").write_text(render_readme(configs, infos), encoding="utf-8")
-        hashes["README.md"] = sha256_file(tmp / "README.md")
-        full_manifest = {**manifest, "files": dict(sorted(hashes.items()))}
-        (tmp / MANIFEST).write_text(
-            json.dumps(full_manifest, indent=2, sort_keys=False, default=str) + "\n",
-            encoding="utf-8",
-        )
-        swap_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return hashes
+    """Write a whole repository tree atomically (see `StagingArea`); {path: sha256}."""
+    with StagingArea(out) as area:
+        for st in tables:
+            area.add(st)
+        return area.commit(render_readme, manifest)
 
 
 def swap_into_place(tmp: Path, out: Path) -> None:
