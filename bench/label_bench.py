@@ -158,7 +158,7 @@ def main() -> None:
     }
 
     warm = LocalBackend(n_ctx=2048)
-    prefix_tokens = len(warm._llm.tokenize(guideline.encode()))
+    prefix_tokens = len(warm.tokenize(guideline))
     res["prefix_tokens"] = prefix_tokens
     print(f"guideline prefix: {prefix_tokens} tokens; {args.n} MMLU prompts")
     warm.complete(reqs[:1])  # load + warm up

@@ -99,13 +99,22 @@ class LocalBackend(Backend):
             "seed": seed,
             "verbose": verbose,
         }
-        self._llama: Any = _import_llama()
-        self._llm: Llama = self._llama.Llama(**self._kwargs)
-        self._llm_logits: Llama | None = None  # created on first logprobs request
+        self._llama: Any = _import_llama()  # fail fast when llama-cpp-python is missing
+        # The weights load on the first request that needs them (~30 s under load for a
+        # small GGUF), so a fully cached run never pays for them.
+        self._llm: Llama | None = None
+        self._llm_logits: Llama | None = None  # a second context for logprobs requests
 
     # -- model access -----------------------------------------------------------------
+    @property
+    def loaded(self) -> bool:
+        """Whether any model context has been created yet."""
+        return self._llm is not None or self._llm_logits is not None
+
     def _model_for(self, request: ChatRequest) -> Llama:
         if request.logprobs is None:
+            if self._llm is None:
+                self._llm = self._llama.Llama(**self._kwargs)
             return self._llm
         if self._llm_logits is None:
             self._llm_logits = self._llama.Llama(**self._kwargs, logits_all=True)
@@ -165,6 +174,11 @@ class LocalBackend(Backend):
                 out[i] = Completion(error=f"{type(exc).__name__}: {exc}")
         return [c for c in out if c is not None]
 
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of `text` under this model (with BOS; loads the model)."""
+        llm = self._model_for(ChatRequest(prompt=text))
+        return list(llm.tokenize(text.encode()))
+
     # -- scoring ----------------------------------------------------------------------
     def render_prompt(self, request: ChatRequest) -> str:
         """The exact text the model sees for `request` (chat template applied)."""
@@ -213,4 +227,4 @@ class LocalBackend(Backend):
         for llm in (self._llm, self._llm_logits):
             if llm is not None:
                 llm.close()
-        self._llm_logits = None
+        self._llm = self._llm_logits = None

@@ -69,9 +69,24 @@ def test_json_schema_mode_and_cache_rerun(local_backend: Any, cache: ResponseCac
     assert [c.text for c in comps2] == [c.text for c in comps]
     assert all(c.cached for c in comps2) and not any(c.cached for c in comps)
 
+    # a fresh backend on a fully cached run never loads the weights
+    from nabench.llm import LocalBackend
+
+    fresh = LocalBackend(n_ctx=2048)
+    try:
+        assert fresh.model_id == local_backend.model_id and not fresh.loaded
+        comps3, stats3 = run_cached(fresh, reqs, cache, namespace="t", progress=False)
+        assert stats3.calls == 0 and [c.text for c in comps3] == [c.text for c in comps]
+        assert not fresh.loaded
+        fresh.complete(reqs[:1])  # a miss loads it
+        assert fresh.loaded
+    finally:
+        fresh.close()
+    assert not fresh.loaded
+
     # another namespace (e.g. guideline version) is a different cache entry
-    _, stats3 = run_cached(local_backend, reqs[:2], cache, namespace="t2", progress=False)
-    assert stats3.calls == 2
+    _, stats4 = run_cached(local_backend, reqs[:2], cache, namespace="t2", progress=False)
+    assert stats4.calls == 2
 
 
 def test_complete_json_records_invalid_and_replays_attempts(
