@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from nabench import __version__
 from nabench.errors import NabenchError
+from nabench.llm.flags import model_options, parse_backend_options, run_options
 
 
 class _Group(click.Group):
@@ -166,54 +166,15 @@ def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Pat
     click.echo(f"OK: {report.rows} row(s) in {report.files} file(s), 0 violations")
 
 
-def llm_options(func: Any) -> Any:
-    """The model flags every model-calling command shares."""
-    options = [
-        click.option(
-            "--backend",
-            type=click.Choice(["local", "openai", "vllm"]),
-            default="local",
-            show_default=True,
-            help="Model backend.",
-        ),
-        click.option("--model", help="GGUF path (local), model name (openai), HF dir (vllm)."),
-        click.option("--base-url", help="OpenAI-compatible server URL [$OPENAI_BASE_URL]."),
-        click.option(
-            "--concurrency",
-            type=click.IntRange(min=1),
-            default=8,
-            show_default=True,
-            help="Requests in flight (openai backend).",
-        ),
-        click.option(
-            "--cache",
-            type=click.Path(path_type=Path),
-            help="Response cache [$NABENCH_CACHE or ~/.cache/nabench/responses.sqlite].",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
 @main.command()
 @click.argument("recipe")
 @click.option("--source", "source", help="Local Hub-layout folder, data file or Hub dataset id.")
 @click.option("--split", "splits", multiple=True, help="Split(s) to label [recipe's].")
 @click.option("--limit", type=click.IntRange(min=1), help="Label only the first N items per split.")
 @click.option("--guideline", default=None, help="Guideline name or path [recipe's].")
-@click.option("--max-attempts", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--max-tokens", type=click.IntRange(min=16), default=128, show_default=True)
-@click.option(
-    "--chunk-size",
-    type=click.IntRange(min=1),
-    default=16,
-    show_default=True,
-    help="Requests per committed batch (resume granularity).",
-)
-@llm_options
+@model_options()
+@run_options(max_tokens=128, chunk_size=16)
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Labels parquet.")
-@click.option("--quiet", is_flag=True, help="No progress bars.")
 def label(
     recipe: str,
     source: str | None,
@@ -227,6 +188,7 @@ def label(
     model: str | None,
     base_url: str | None,
     concurrency: int,
+    backend_options: tuple[str, ...],
     cache: Path | None,
     out: Path,
     quiet: bool,
@@ -247,6 +209,7 @@ def label(
         model=model,
         base_url=base_url,
         concurrency=concurrency,
+        backend_options=parse_backend_options(backend_options),
         cache=cache,
         out=out,
         progress=not quiet,

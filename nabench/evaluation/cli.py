@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS
+from nabench.llm.flags import BACKENDS, model_options, parse_backend_options, run_options
 
 __all__ = ["eval_cmd", "report_cmd"]
 
@@ -16,24 +17,10 @@ __all__ = ["eval_cmd", "report_cmd"]
 @click.option("--config", "configs", multiple=True, help="Config(s) to evaluate [all evaluable].")
 @click.option("--split", help="Split [test, or the only one].")
 @click.option("--revision", help="Hub revision (tag, branch or commit) of DATASET.")
-@click.option(
-    "--backend",
-    type=click.Choice(["local", "openai", "vllm", "reference"]),
-    default="local",
-    show_default=True,
-    help="Model backend, or 'reference' for a deterministic strategy.",
-)
-@click.option(
-    "--model",
-    help="GGUF path (local), model name (openai), HF dir (vllm), or a strategy "
+@model_options(
+    backends=(*BACKENDS, "reference"),
+    model_help="GGUF path (local), model name (openai), HF dir (vllm), or a strategy "
     "(reference: always-a, majority, longest, oracle).",
-)
-@click.option("--base-url", help="OpenAI-compatible server URL [$OPENAI_BASE_URL].")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option(
-    "--cache",
-    type=click.Path(path_type=Path),
-    help="Response cache [$NABENCH_CACHE or ~/.cache/nabench/responses.sqlite].",
 )
 @click.option(
     "--mode",
@@ -58,13 +45,6 @@ __all__ = ["eval_cmd", "report_cmd"]
     help="Score of an unparseable answer (0 = strict).",
 )
 @click.option(
-    "--max-tokens",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_TOKENS,
-    show_default=True,
-    help="Generation budget (generate mode).",
-)
-@click.option(
     "--logprobs",
     "logprobs_k",
     type=click.IntRange(min=1),
@@ -72,8 +52,7 @@ __all__ = ["eval_cmd", "report_cmd"]
     show_default=True,
     help="Top-k log-probs requested (loglik mode).",
 )
-@click.option("--chunk-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--quiet", is_flag=True, help="No progress bars.")
+@run_options(max_tokens=DEFAULT_MAX_TOKENS, chunk_size=32, max_attempts=False)
 def eval_cmd(
     dataset: str,
     configs: tuple[str, ...],
@@ -83,6 +62,7 @@ def eval_cmd(
     model: str | None,
     base_url: str | None,
     concurrency: int,
+    backend_options: tuple[str, ...],
     cache: Path | None,
     mode: str,
     limit: int | None,
@@ -111,6 +91,7 @@ def eval_cmd(
             cache=cache,
             base_url=base_url,
             concurrency=concurrency,
+            backend_options=parse_backend_options(backend_options),
             max_tokens=max_tokens,
             logprobs_k=logprobs_k,
             chunk_size=chunk_size,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,7 @@ def run_label_command(
     out: Path,
     progress: bool,
     chunk_size: int = 16,
+    backend_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     recipe = load_recipe(recipe_name)
     if getattr(recipe, "kind", "na") != "na":
@@ -80,12 +81,10 @@ def run_label_command(
     items = eligible_items(
         recipe, BuildOptions(source=source, splits=splits or None, limit=limit, progress=progress)
     )
+    # The recipe's labeler options apply when the same backend is asked for; flags win.
+    recipe_options = spec.options if spec and spec.backend == backend else {}
     model_backend = make_backend(
-        backend,
-        model,
-        base_url,
-        concurrency,
-        spec.options if spec and spec.backend == backend else None,
+        backend, model, base_url, concurrency, {**recipe_options, **(backend_options or {})}
     )
     run = label_items(
         items,

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from nabench.errors import NabenchError
 from nabench.llm._registry import get_backend
 from nabench.llm._types import Backend
 
@@ -15,12 +16,27 @@ from nabench.llm._types import Backend
 _FLAG_MAPPERS: dict[str, Callable[[str | None, str | None, int], dict[str, Any]]] = {
     "local": lambda model, base_url, concurrency: {"model_path": model} if model else {},
     "openai": lambda model, base_url, concurrency: {
-        "model": model,
-        "base_url": base_url,
-        "concurrency": concurrency,
+        k: v
+        for k, v in {"model": model, "base_url": base_url, "concurrency": concurrency}.items()
+        if v is not None
     },
     "vllm": lambda model, base_url, concurrency: {"model": model} if model else {},
 }
+
+
+def backend_kwargs(
+    backend: str,
+    model: str | None = None,
+    base_url: str | None = None,
+    concurrency: int = 8,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Constructor keywords of `backend` for the generic flags plus backend-specific
+    `options` (e.g. n_threads, tensor_parallel_size); options win over flags."""
+    if base_url and backend != "openai":
+        raise NabenchError(f"--base-url applies to the openai backend only, not {backend!r}")
+    mapper = _FLAG_MAPPERS.get(backend, lambda m, b, c: {"model": m} if m else {})
+    return {**mapper(model, base_url, concurrency), **dict(options or {})}
 
 
 def make_backend(
@@ -30,9 +46,8 @@ def make_backend(
     concurrency: int = 8,
     options: Mapping[str, Any] | None = None,
 ) -> Backend:
-    """A backend from generic flags plus backend-specific `options` (e.g. tensor_parallel_size)."""
-    mapper = _FLAG_MAPPERS.get(backend, lambda m, b, c: {"model": m} if m else {})
-    return get_backend(backend, **mapper(model, base_url, concurrency), **dict(options or {}))
+    """A backend from the generic flags plus backend-specific `options`."""
+    return get_backend(backend, **backend_kwargs(backend, model, base_url, concurrency, options))
 
 
 def default_cache_path() -> Path:

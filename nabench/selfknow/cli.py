@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-import yaml
 
 from nabench.errors import NabenchError
+from nabench.llm.flags import model_options, parse_backend_options, run_options
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
 from nabench.selfknow.report import format_metrics_text, metrics_to_dict, write_report
 from nabench.selfknow.table import CANONICAL_COLUMNS, load_selfknow_table, parse_column_mapping
 
 if TYPE_CHECKING:
-    from nabench.llm import Backend
+    from nabench.llm import Backend, ResponseCache
 
 
 @click.group(name="selfknow")
@@ -85,82 +85,40 @@ def metrics_command(
 # -- generate / classify -------------------------------------------------------------------
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def _model_options(func: F) -> F:
-    """--backend, --model, --base-url, --option, --cache, --seed, --max-attempts, --quiet."""
-    for decorator in reversed(
-        [
-            click.option(
-                "--backend",
-                type=click.Choice(["local", "openai", "vllm"]),
-                default="local",
-                show_default=True,
-                help="Model backend (nabench.llm).",
-            ),
-            click.option(
-                "--model",
-                default=None,
-                help="local: GGUF path [SmolLM2-135M-Instruct]; openai/vllm: model name.",
-            ),
-            click.option("--base-url", default=None, help="OpenAI-compatible server (openai)."),
-            click.option(
-                "--option",
-                "backend_options",
-                multiple=True,
-                metavar="KEY=VALUE",
-                help="Extra backend option (value parsed as YAML), e.g. n_threads=1. Repeatable.",
-            ),
-            click.option(
-                "--cache",
-                type=click.Path(path_type=Path, dir_okay=False),
-                default=None,
-                help="Response cache (SQLite) [selfknow.cache.sqlite beside --out].",
-            ),
-            click.option("--seed", type=int, default=0, show_default=True),
-            click.option(
-                "--max-tokens", type=click.IntRange(min=1), default=256, show_default=True
-            ),
-            click.option(
-                "--max-attempts", type=click.IntRange(min=1), default=3, show_default=True
-            ),
-            click.option(
-                "--chunk-size",
-                type=click.IntRange(min=1),
-                default=8,
-                show_default=True,
-                help="Requests per cache commit (a killed run loses at most one chunk).",
-            ),
-            click.option("--quiet", is_flag=True, help="No progress bars."),
-        ]
-    ):
-        func = decorator(func)
-    return func
+    """The shared model and run flags (nabench.llm.flags) plus --seed."""
+    func = run_options(max_tokens=256, chunk_size=8)(func)
+    func = click.option("--seed", type=int, default=0, show_default=True)(func)
+    return model_options(
+        cache_help="Response cache (SQLite) [selfknow.cache.sqlite beside --out]."
+    )(func)
 
 
-def _parse_options(items: tuple[str, ...]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise NabenchError(f"bad --option {item!r}: expected KEY=VALUE")
-        options[key.strip()] = yaml.safe_load(value)
-    return options
+def _with_model(flags: dict[str, Any], out: Path, run: Callable[[Backend, ResponseCache], T]) -> T:
+    """Open the response cache and the backend the model flags describe, run, close both."""
+    from nabench.llm import ResponseCache
+    from nabench.llm.options import make_backend
+
+    with ResponseCache(_default_cache(out, flags["cache"])) as store:
+        backend = make_backend(
+            flags["backend"],
+            flags["model"],
+            flags["base_url"],
+            flags["concurrency"],
+            parse_backend_options(flags["backend_options"]),
+        )
+        try:
+            return run(backend, store)
+        finally:
+            backend.close()
 
 
-def _open_backend(
-    backend: str, model: str | None, base_url: str | None, items: tuple[str, ...]
-) -> Backend:
-    from nabench.selfknow.pipeline import open_backend
-    from nabench.selfknow.recipe import ModelSpec
-
-    spec = ModelSpec(
-        backend=backend,  # type: ignore[arg-type]
-        model=model,
-        base_url=base_url,
-        options=_parse_options(items),
-    )
-    return open_backend(spec)
+def _model_flags(**values: Any) -> dict[str, Any]:
+    keys = ("backend", "model", "base_url", "concurrency", "backend_options", "cache")
+    return {k: values[k] for k in keys}
 
 
 def _write_table(table: Any, path: Path) -> None:
@@ -228,6 +186,7 @@ def generate_command(
     backend: str,
     model: str | None,
     base_url: str | None,
+    concurrency: int,
     backend_options: tuple[str, ...],
     cache: Path | None,
     seed: int,
@@ -244,7 +203,7 @@ def generate_command(
     out: Path,
 ) -> None:
     """Generate a balanced set of feasible/infeasible tasks; quarantine malformed ones."""
-    from nabench.llm import ResponseCache, write_stats
+    from nabench.llm import write_stats
     from nabench.selfknow.generate import GenerationSettings, generate_tasks
 
     try:
@@ -260,12 +219,10 @@ def generate_command(
             batch_size=batch_size,
             chunk_size=chunk_size,
         )
-        with ResponseCache(_default_cache(out, cache)) as store:
-            model_backend = _open_backend(backend, model, base_url, backend_options)
-            try:
-                result = generate_tasks(model_backend, store, settings, progress=not quiet)
-            finally:
-                model_backend.close()
+        flags = _model_flags(**locals())
+        result = _with_model(
+            flags, out, lambda llm, store: generate_tasks(llm, store, settings, progress=not quiet)
+        )
     except NabenchError as exc:
         _fail(exc)
     quarantine_path = _beside(out, ".quarantine.parquet")
@@ -312,6 +269,7 @@ def classify_command(
     backend: str,
     model: str | None,
     base_url: str | None,
+    concurrency: int,
     backend_options: tuple[str, ...],
     cache: Path | None,
     seed: int,
@@ -331,7 +289,7 @@ def classify_command(
     """
     import pandas as pd
 
-    from nabench.llm import ResponseCache, write_stats
+    from nabench.llm import write_stats
     from nabench.selfknow.classify import ClassificationSettings, classify_tasks
 
     try:
@@ -349,12 +307,12 @@ def classify_command(
             max_attempts=max_attempts,
             chunk_size=chunk_size,
         )
-        with ResponseCache(_default_cache(out, cache)) as store:
-            model_backend = _open_backend(backend, model, base_url, backend_options)
-            try:
-                result = classify_tasks(model_backend, store, frame, settings, progress=not quiet)
-            finally:
-                model_backend.close()
+        flags = _model_flags(**locals())
+        result = _with_model(
+            flags,
+            out,
+            lambda llm, store: classify_tasks(llm, store, frame, settings, progress=not quiet),
+        )
     except NabenchError as exc:
         _fail(exc)
     stats_path = _beside(out, ".stats.json")

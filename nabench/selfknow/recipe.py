@@ -56,13 +56,11 @@ class ModelSpec(_Spec):
     )
 
     def backend_options(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`nabench.llm.get_backend`."""
-        options = dict(self.options)
-        if self.model is not None:
-            options["model_path" if self.backend == "local" else "model"] = self.model
-        if self.base_url is not None:
-            options["base_url"] = self.base_url
-        return options
+        """Keyword arguments for :func:`nabench.llm.get_backend` (the same mapping as the
+        command-line model flags)."""
+        from nabench.llm.options import backend_kwargs
+
+        return backend_kwargs(self.backend, self.model, self.base_url, options=self.options)
 
     def same_model_as(self, other: ModelSpec) -> bool:
         return (self.backend, self.model, self.base_url, self.options) == (

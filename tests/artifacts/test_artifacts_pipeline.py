@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -19,7 +18,7 @@ from nabench.build_artifacts import build_artifacts
 from nabench.errors import NabenchError
 from nabench.llm import ResponseCache
 from nabench.perturb.artifacts import extract_inferred_question
-from nabench.perturb.artifacts.cli import artifacts, backend_options
+from nabench.perturb.artifacts.cli import artifacts
 from nabench.perturb.artifacts.pipeline import infer_questions
 from nabench.recipes import load_recipe
 from nabench.validate import validate_path
@@ -143,19 +142,3 @@ def test_pipeline_refuses_what_it_cannot_use(small_build: BuildResult, tmp_path:
             infer_questions(na_like, None, cache)  # type: ignore[arg-type]
         with pytest.raises(NabenchError, match=r"no build\.json"):
             infer_questions(tmp_path, None, cache)  # type: ignore[arg-type]
-
-
-def test_backend_options_from_the_command_line() -> None:
-    assert backend_options("local", "m.gguf", None, ("n_threads=1", "n-ctx=4096")) == {
-        "model_path": "m.gguf",
-        "n_threads": 1,
-        "n_ctx": 4096,
-    }
-    assert backend_options("openai", "x", "http://h/v1", ()) == {
-        "model": "x",
-        "base_url": "http://h/v1",
-    }
-    with pytest.raises(click.UsageError, match="base-url"):
-        backend_options("local", None, "http://h", ())
-    with pytest.raises(click.UsageError, match="KEY=VALUE"):
-        backend_options("local", None, None, ("n_threads",))

@@ -106,7 +106,11 @@ def test_recipe_cross_model_classifier() -> None:
     )
     spec = recipe.classifier_model()
     assert spec.backend == "openai"
-    assert spec.backend_options() == {"model": "judge", "base_url": "http://127.0.0.1:9/v1"}
+    assert spec.backend_options() == {
+        "model": "judge",
+        "base_url": "http://127.0.0.1:9/v1",
+        "concurrency": 8,
+    }
     assert not spec.same_model_as(recipe.generator)
     same = parse_recipe({"kind": "selfknow", "name": "x", "version": "1.0.0"}, "x.yaml")
     assert same.classifier_model().same_model_as(same.generator)

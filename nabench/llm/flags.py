@@ -1,0 +1,130 @@
+"""The model flags every model-calling command shares (label, eval, selfknow, artifacts).
+
+    --backend NAME  --model M  --base-url URL  --concurrency N  --option KEY=VALUE  --cache PATH
+
+and the run flags (`run_options`): --max-tokens, --max-attempts, --chunk-size, --quiet.
+
+`make_backend(backend, model, base_url, concurrency, parse_backend_options(option))` turns
+them into a backend, so a flag means the same thing in every command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import yaml
+
+from nabench.errors import NabenchError
+
+BACKENDS = ("local", "openai", "vllm")
+F = TypeVar("F", bound=Callable[..., Any])
+
+MODEL_HELP = "local: GGUF path [SmolLM2-135M-Instruct]; openai: served model name; vllm: HF dir/id."
+CACHE_HELP = "Response cache (SQLite) [$NABENCH_CACHE or ~/.cache/nabench/responses.sqlite]."
+
+
+def parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
+    """`--option KEY=VALUE` pairs as constructor keywords; values are read as YAML scalars
+    (`n_threads=1` is an int, `enforce_eager=true` a bool), `-` in keys becomes `_`."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise NabenchError(f"bad --option {item!r}: expected KEY=VALUE")
+        try:
+            options[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise NabenchError(f"bad --option {item!r}: {exc}") from exc
+    return options
+
+
+def model_options(
+    *,
+    backends: Sequence[str] = BACKENDS,
+    model_help: str = MODEL_HELP,
+    cache_help: str = CACHE_HELP,
+) -> Callable[[F], F]:
+    """Decorator adding the shared model flags; the command receives `backend`, `model`,
+    `base_url`, `concurrency`, `backend_options` (raw KEY=VALUE strings) and `cache`."""
+    flags = [
+        click.option(
+            "--backend",
+            type=click.Choice(list(backends)),
+            default="local",
+            show_default=True,
+            help="Model backend (nabench.llm).",
+        ),
+        click.option("--model", default=None, help=model_help),
+        click.option(
+            "--base-url", default=None, help="OpenAI-compatible server URL [$OPENAI_BASE_URL]."
+        ),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=8,
+            show_default=True,
+            help="Requests in flight (openai backend).",
+        ),
+        click.option(
+            "--option",
+            "backend_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Extra backend constructor option, value read as YAML (e.g. n_threads=1, "
+            "tensor_parallel_size=2). Repeatable.",
+        ),
+        click.option("--cache", type=click.Path(path_type=Path, dir_okay=False), help=cache_help),
+    ]
+
+    return _stack(flags)
+
+
+def run_options(
+    *, max_tokens: int, chunk_size: int | None = None, max_attempts: bool = True
+) -> Callable[[F], F]:
+    """Decorator adding `--max-tokens`, `--max-attempts` (JSON retries, when the command
+    asks for JSON), `--chunk-size` (when it caches in chunks) and `--quiet`; each command
+    picks the defaults that suit its prompts."""
+    flags = [
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(min=1),
+            default=max_tokens,
+            show_default=True,
+            help="Generation budget per request.",
+        )
+    ]
+    if max_attempts:
+        flags.append(
+            click.option(
+                "--max-attempts",
+                type=click.IntRange(min=1),
+                default=3,
+                show_default=True,
+                help="Tries per request until the output is valid JSON under its schema.",
+            )
+        )
+    if chunk_size is not None:
+        flags.append(
+            click.option(
+                "--chunk-size",
+                type=click.IntRange(min=1),
+                default=chunk_size,
+                show_default=True,
+                help="Requests per cache commit (a killed run loses at most one chunk).",
+            )
+        )
+    flags.append(click.option("--quiet", is_flag=True, help="No progress bars."))
+    return _stack(flags)
+
+
+def _stack(flags: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
+    def decorate(func: F) -> F:
+        for flag in reversed(flags):
+            func = flag(func)
+        return func
+
+    return decorate
