@@ -8,7 +8,7 @@ are imported only when a backend is created.
 from . import _local, _openai, _vllm  # noqa: F401  (register the backends)
 from ._cache import ResponseCache, cache_key
 from ._convert import convert_gguf_to_hf
-from ._json import JsonResult, complete_json, parse_json
+from ._json import JsonBatch, JsonResult, complete_json, complete_json_batches, parse_json
 from ._local import LocalBackend
 from ._models import SMOLLM2_ID, default_hf_dir, model_id_from_path, smollm2_gguf_path
 from ._openai import OpenAIBackend
@@ -32,6 +32,7 @@ __all__ = [
     "Backend",
     "ChatRequest",
     "Completion",
+    "JsonBatch",
     "JsonResult",
     "LocalBackend",
     "OpenAIBackend",
@@ -42,6 +43,7 @@ __all__ = [
     "cache_key",
     "canonical_json",
     "complete_json",
+    "complete_json_batches",
     "convert_gguf_to_hf",
     "default_hf_dir",
     "free_port",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,3 +112,48 @@ def complete_json(
     out = [r for r in results if r is not None]
     assert len(out) == len(requests)
     return out, stats
+
+
+@dataclass(frozen=True)
+class JsonBatch:
+    """Requests that share one JSON schema; `members` are their positions in the caller's
+    list (e.g. one batch per prompt style, each with its own schema)."""
+
+    members: Sequence[int]
+    requests: Sequence[ChatRequest]
+    schema: Mapping[str, Any] | str
+
+
+def complete_json_batches(
+    backend: Backend,
+    cache: ResponseCache,
+    batches: Iterable[JsonBatch],
+    *,
+    total: int,
+    max_attempts: int = 3,
+    namespace: str = "",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    progress: bool = False,
+) -> tuple[dict[int, JsonResult], RunStats]:
+    """`complete_json` for requests under several schemas: {member: result} and one RunStats
+    over all batches (`total` requests; `valid` / `invalid` summed)."""
+    results: dict[int, JsonResult] = {}
+    stats = RunStats(total=total)
+    valid = invalid = 0
+    for batch in batches:
+        out, part = complete_json(
+            backend,
+            cache,
+            batch.requests,
+            batch.schema,
+            max_attempts=max_attempts,
+            namespace=namespace,
+            chunk_size=chunk_size,
+            progress=progress,
+        )
+        stats.add(part)
+        valid += int(part.extra.get("valid", 0))
+        invalid += int(part.extra.get("invalid", 0))
+        results.update(zip(batch.members, out, strict=True))
+    stats.extra.update({"valid": valid, "invalid": invalid})
+    return results, stats

@@ -28,7 +28,14 @@ import pandas as pd
 import pyarrow as pa
 
 from nabench.errors import NabenchError
-from nabench.llm import Backend, ChatRequest, ResponseCache, RunStats, complete_json
+from nabench.llm import (
+    Backend,
+    ChatRequest,
+    JsonBatch,
+    ResponseCache,
+    RunStats,
+    complete_json_batches,
+)
 from nabench.selfknow.generate import is_no_reason
 from nabench.selfknow.prompts import (
     STYLES,
@@ -224,8 +231,7 @@ def classify_tasks(
         for row in rows
     ]
 
-    results: dict[int, Any] = {}
-    parts: list[RunStats] = []
+    batches = []
     for style in STYLES:
         members = [i for i, s in enumerate(styles) if s == style]
         if not members:
@@ -243,18 +249,17 @@ def classify_tasks(
         schema = classification_schema(
             style, settings.max_answer_chars, settings.max_analysis_chars
         )
-        out, stats = complete_json(
-            backend,
-            cache,
-            requests,
-            schema,
-            max_attempts=settings.max_attempts,
-            namespace=namespace,
-            chunk_size=settings.chunk_size,
-            progress=progress,
-        )
-        parts.append(stats)
-        results.update(zip(members, out, strict=True))
+        batches.append(JsonBatch(members, requests, schema))
+    results, stats = complete_json_batches(
+        backend,
+        cache,
+        batches,
+        total=len(rows),
+        max_attempts=settings.max_attempts,
+        namespace=namespace,
+        chunk_size=settings.chunk_size,
+        progress=progress,
+    )
 
     summary = ClassificationSummary(total=len(rows))
     by_class: Counter[str] = Counter()
@@ -314,10 +319,6 @@ def classify_tasks(
     summary.by_class = dict(sorted(by_class.items()))
     summary.unknown_reasons = dict(sorted(unknown.items()))
 
-    stats = RunStats(total=len(rows))
-    for part in parts:
-        stats.add(part)
-    stats.extra.update({"valid": summary.valid, "invalid": summary.invalid})
     return ClassificationResult(
         table=pa.Table.from_pylist(records, schema=CLASSIFICATIONS_ARROW),
         stats=stats,

@@ -52,7 +52,14 @@ from typing import Any
 import pyarrow as pa
 
 from nabench.errors import NabenchError
-from nabench.llm import Backend, ChatRequest, JsonResult, ResponseCache, RunStats, complete_json
+from nabench.llm import (
+    Backend,
+    ChatRequest,
+    JsonBatch,
+    ResponseCache,
+    RunStats,
+    complete_json_batches,
+)
 from nabench.selfknow.prompts import (
     CLASSES,
     STYLES,
@@ -406,15 +413,6 @@ class GenerationResult:
         return {reason: counts[reason] for reason in QUARANTINE_REASONS if counts[reason]}
 
 
-def _merge_stats(parts: Sequence[RunStats], total: int) -> RunStats:
-    merged = RunStats(total=total)
-    for part in parts:
-        merged.add(part)
-    for key in ("valid", "invalid"):
-        merged.extra[key] = sum(int(part.extra.get(key, 0)) for part in parts)
-    return merged
-
-
 def _str(value: object) -> str:
     return "" if value is None else str(value)
 
@@ -444,28 +442,29 @@ def generate_tasks(
     by_schema: dict[tuple[str, int], list[int]] = {}
     for g, group in enumerate(groups):
         by_schema.setdefault((group[0].style, len(group)), []).append(g)
-    results: dict[int, JsonResult] = {}
-    parts: list[RunStats] = []
-    for (style, size), members in by_schema.items():
-        schema = generation_schema(
-            style,  # type: ignore[arg-type]
-            settings.max_task_chars,
-            settings.max_analysis_chars,
-            batch_size=size,
+    batches = [
+        JsonBatch(
+            members=members,
+            requests=[generation_request(groups[g], settings, prompts, taxonomy) for g in members],
+            schema=generation_schema(
+                style,  # type: ignore[arg-type]
+                settings.max_task_chars,
+                settings.max_analysis_chars,
+                batch_size=size,
+            ),
         )
-        requests = [generation_request(groups[g], settings, prompts, taxonomy) for g in members]
-        out, stats = complete_json(
-            backend,
-            cache,
-            requests,
-            schema,
-            max_attempts=settings.max_attempts,
-            namespace=namespace,
-            chunk_size=settings.chunk_size,
-            progress=progress,
-        )
-        parts.append(stats)
-        results.update(zip(members, out, strict=True))
+        for (style, size), members in by_schema.items()
+    ]
+    results, stats = complete_json_batches(
+        backend,
+        cache,
+        batches,
+        total=len(groups),
+        max_attempts=settings.max_attempts,
+        namespace=namespace,
+        chunk_size=settings.chunk_size,
+        progress=progress,
+    )
 
     common = {
         "prompt_version": prompts.version,
@@ -561,7 +560,6 @@ def generate_tasks(
                 }
             )
 
-    stats = _merge_stats(parts, total=len(groups))
     stats.extra.update(
         {
             "slots": len(plan),

@@ -110,3 +110,34 @@ def test_auto_json_mode_reads_owned_by(scripted_server: Callable[..., Scripted])
     backend2 = _backend(srv2.url)
     backend2.complete([ChatRequest.chat("q", max_tokens=8, json_schema="{}")])
     assert srv2.posts[0]["response_format"] == {"type": "json_object", "schema": {}}
+
+
+def test_json_batches_each_keep_their_schema_and_positions(
+    scripted_server: Callable[..., Scripted], cache: ResponseCache
+) -> None:
+    """Two schemas in one run: results land at their members' positions, stats are summed,
+    and an answer invalid under its batch's schema is retried then reported invalid."""
+    from nabench.llm import JsonBatch, complete_json_batches
+
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        prompt = body["messages"][-1]["content"]
+        if prompt.startswith("num"):
+            return 200, chat_body(json.dumps({"n": int(prompt.split()[1])}))
+        return 200, chat_body(json.dumps({"word": "x"}) if "bad" not in prompt else "nope")
+
+    srv = scripted_server(respond)
+    number = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    word = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
+    batches = [
+        JsonBatch([0, 3], [ChatRequest.chat("num 0"), ChatRequest.chat("num 3")], number),
+        JsonBatch([1, 2], [ChatRequest.chat("word"), ChatRequest.chat("bad word")], word),
+    ]
+    results, stats = complete_json_batches(
+        _backend(srv.url), cache, batches, total=4, max_attempts=2, namespace="t"
+    )
+    assert sorted(results) == [0, 1, 2, 3]
+    assert results[0].value == {"n": 0} and results[3].value == {"n": 3}
+    assert results[1].value == {"word": "x"}
+    assert not results[2].valid and results[2].attempts == 2 and results[2].raw == "nope"
+    assert stats.total == 4 and stats.extra == {"valid": 3, "invalid": 1}
+    assert stats.calls == 5  # 4 first attempts + 1 retry of the invalid one
