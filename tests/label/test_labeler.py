@@ -4,18 +4,15 @@ OpenAI backend). The model labels at chance: these tests check mechanics, never 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sigkill import kill_after_rows
 
 from nabench.label import LabelRecord, label_items, load_guideline
 from nabench.label.records import label_pandera_schema
@@ -96,16 +93,6 @@ def test_openai_backend_against_llama_server(
     assert again.stats["calls"] == 0 and again.stats["cache_hits"] >= N_ITEMS
 
 
-def _cached_rows(path: Path) -> int:
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(path, timeout=5) as conn:
-            return int(conn.execute("SELECT count(*) FROM responses").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-
-
 def test_sigkill_mid_run_loses_nothing_and_rerun_calls_only_the_missing(
     mmlu_dir: Path, tmp_path: Path
 ) -> None:
@@ -133,19 +120,7 @@ def test_sigkill_mid_run_loses_nothing_and_rerun_calls_only_the_missing(
         str(out),
         "--quiet",
     ]
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    deadline = time.monotonic() + 600
-    while _cached_rows(cache) < 4 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    assert proc.poll() is None, "labeling finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    done = _cached_rows(cache)
+    done = kill_after_rows(cmd, cache, 4, timeout_s=600, env={"PYTHONUNBUFFERED": "1"})
     assert 4 <= done < N_ITEMS and not out.exists()
 
     rerun = subprocess.run(cmd, capture_output=True, text=True, check=True)

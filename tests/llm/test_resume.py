@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sigkill import kill_after_rows
 
 pytestmark = pytest.mark.slow
 
@@ -33,37 +31,12 @@ print(json.dumps([c.text for c in comps]))
 """
 
 
-def _rows(db: Path) -> int:
-    if not db.exists():
-        return 0
-    con = sqlite3.connect(db, timeout=5)
-    try:
-        return int(con.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-    except sqlite3.OperationalError:  # table not created yet
-        return 0
-    finally:
-        con.close()
-
-
 def test_kill9_then_resume(tmp_path: Path, llama_cpp: Any) -> None:
     db = tmp_path / "cache.sqlite"
     stats1 = tmp_path / "stats1.json"
     cmd = [sys.executable, "-c", WORKER, str(db), str(stats1), str(N)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    try:
-        while _rows(db) < 5:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            assert time.monotonic() < deadline, "worker made no progress"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    done = kill_after_rows(cmd, db, 5, timeout_s=120)
     assert not stats1.exists()
-    done = _rows(db)
     assert 5 <= done < N, f"{done} rows: kill came too late to test resume"
 
     stats2 = tmp_path / "stats2.json"

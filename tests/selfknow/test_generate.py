@@ -4,12 +4,9 @@ model (mechanics and schema only; the 135M model's content is not judged)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,6 +14,7 @@ from typing import Any
 import jsonschema
 import pyarrow as pa
 import pytest
+from sigkill import kill_after_rows
 
 from nabench.errors import NabenchError
 from nabench.selfknow import load_taxonomy
@@ -337,38 +335,13 @@ print(json.dumps(result.tasks.column("task_id").to_pylist()
 """
 
 
-def _rows(db: Path) -> int:
-    if not db.exists():
-        return 0
-    con = sqlite3.connect(db, timeout=5)
-    try:
-        return int(con.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-    except sqlite3.OperationalError:  # table not created yet
-        return 0
-    finally:
-        con.close()
-
-
 @pytest.mark.slow
 def test_generation_kill9_then_resume(tmp_path: Path, llama_cpp: Any) -> None:
     db = tmp_path / "cache.sqlite"
     small = json.dumps(SMALL)
     cmd = [sys.executable, "-c", WORKER, str(db), str(tmp_path / "s1.json"), str(N_RESUME), small]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 600
-    try:
-        while _rows(db) < 3:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            assert time.monotonic() < deadline, "worker made no progress"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    done = kill_after_rows(cmd, db, 3, timeout_s=600)
     assert not (tmp_path / "s1.json").exists()
-    done = _rows(db)
     slots = 2 * N_RESUME
     assert 3 <= done < slots, f"{done} rows: kill came too late to test resume"
 
