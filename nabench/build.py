@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import platform
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
-from nabench.stage.hub_layout import StagedTable, StagingArea
+from nabench.stage.hub_layout import StagedTable, StagingArea, manifest_header, row_counts
 from nabench.validate.eligibility import audit_items, exclusion_counts, split_by_flags
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -193,14 +192,9 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             if share > LETTER_SHARE_WARNING
         ]
         exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
-        counts: dict[str, dict[str, int]] = {}
-        for st in staged:
-            counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+        counts = row_counts(staged)
         manifest = {
-            "nabench_version": __version__,
-            "python": platform.python_version(),
-            "recipe": recipe.model_dump(mode="json"),
-            "seed": seed,
+            **manifest_header("na", recipe, seed),
             "splits": splits,
             "limit": options.limit,
             "source": {

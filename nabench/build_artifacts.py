@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import platform
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,14 +11,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from nabench import __version__
 from nabench.build import DATA_DEFECTS, BuildOptions, BuildResult
 from nabench.cards import mcqa_card_metadata, render_card
 from nabench.errors import NabenchError, ValidationFailed
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.sources import LoadedSplit, Source, get_source
-from nabench.stage.hub_layout import StagedTable, stage
+from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts, stage
 from nabench.validate.artifacts import check_artifacts
 from nabench.validate.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
 from nabench.validate.invariants import Violation, check_schema, summarise_violations
@@ -128,15 +126,9 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         raise ValidationFailed(summarise_violations(violations))
 
     exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
-    counts: dict[str, dict[str, int]] = {}
-    for st in staged:
-        counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+    counts = row_counts(staged)
     manifest = {
-        "nabench_version": __version__,
-        "python": platform.python_version(),
-        "kind": "artifacts",
-        "recipe": recipe.model_dump(mode="json"),
-        "seed": seed,
+        **manifest_header("artifacts", recipe, seed),
         "splits": splits,
         "limit": options.limit,
         "source": {

@@ -19,7 +19,6 @@ that cache, so a rerun makes no call, and a killed run resumes with only the mis
 
 from __future__ import annotations
 
-import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from nabench.selfknow.prompts import PromptSet, load_prompts
 from nabench.selfknow.recipe import ModelSpec, SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
-from nabench.stage.hub_layout import StagedTable, stage
+from nabench.stage.hub_layout import StagedTable, manifest_header, stage
 
 SPLIT = "test"
 CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
@@ -322,11 +321,7 @@ def _manifest(
     first = generation.tasks.column("generator_model").to_pylist()[:1]
     cls_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
     return {
-        "nabench_version": __version__,
-        "python": platform.python_version(),
-        "recipe": recipe.model_dump(mode="json"),
-        "kind": "selfknow",
-        "seed": seed,
+        **manifest_header("selfknow", recipe, seed),
         "n_per_class": n_per_class,
         "limit": limit,
         "generator_model": first[0] if first else None,

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,27 @@ class StagingArea:
         swap_into_place(self.root, self.out)
         self._committed = True
         return hashes
+
+
+def row_counts(tables: Sequence[StagedTable]) -> dict[str, dict[str, int]]:
+    """{config: {split: rows}} of the staged tables, in staging order."""
+    counts: dict[str, dict[str, int]] = {}
+    for st in tables:
+        counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+    return counts
+
+
+def manifest_header(kind: str, recipe: Any, seed: int) -> dict[str, Any]:
+    """The first keys of every build.json: what built it, from which recipe and seed."""
+    from nabench import __version__
+
+    return {
+        "nabench_version": __version__,
+        "python": platform.python_version(),
+        "kind": kind,
+        "recipe": recipe.model_dump(mode="json"),
+        "seed": seed,
+    }
 
 
 def hub_metadata(tables: list[StagedTable]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -28,7 +28,8 @@ from nabench.perturb.artifacts.question_inference import (
     seeded_derangement,
 )
 from nabench.perturb.rng import item_rng
-from nabench.stage.hub_layout import MANIFEST, StagedTable, stage
+from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
+from nabench.validate.invariants import summarise_violations
 
 STEP1_CONFIG = "qi_step1"
 STEP2_CONFIG = "qi_step2"
@@ -164,14 +165,9 @@ def infer_questions(
     k = manifest.get("fewshot", {}).get("k")
     violations = validate_artifact_staged(new, k=k)
     if violations:
-        raise ValidationFailed(
-            f"{len(violations)} invariant violation(s):\n"
-            + "\n".join(str(v) for v in violations[:20])
-        )
+        raise ValidationFailed(summarise_violations(violations))
     staged = tables + new
-    counts: dict[str, dict[str, int]] = {}
-    for st in staged:
-        counts.setdefault(st.config, {})[st.split] = st.table.num_rows
+    counts = row_counts(staged)
     manifest = {k_: v for k_, v in manifest.items() if k_ != "files"}
     manifest["counts"] = counts
     manifest["question_inference"] = {
