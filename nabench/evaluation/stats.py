@@ -107,6 +107,20 @@ class AccuracyCI:
     boot_high: float
     confidence: float
 
+    def fields(self, binary: bool) -> dict[str, float | str]:
+        """Summary/table columns; the headline interval is Wilson for 0/1 scores and the
+        bootstrap one otherwise (partial credit, e.g. 0.25 for unparseable answers)."""
+        return {
+            "accuracy": self.accuracy,
+            "ci_low": self.wilson_low if binary else self.boot_low,
+            "ci_high": self.wilson_high if binary else self.boot_high,
+            "ci_method": "wilson" if binary else "bootstrap",
+            "wilson_low": self.wilson_low,
+            "wilson_high": self.wilson_high,
+            "boot_low": self.boot_low,
+            "boot_high": self.boot_high,
+        }
+
 
 def accuracy_ci(
     scores: ArrayLike, confidence: float = 0.95, n_resamples: int = 2000, seed: Seed = 0
