@@ -104,3 +104,13 @@ def test_card_yaml_is_datasetcarddata_yaml(staged_v1: Path) -> None:
         split_front_matter(f"---\n{card_yaml(meta)}\n---\nbody")[0]["pretty_name"]
         == (meta["pretty_name"])
     )
+
+
+def test_card_cites_the_studies_of_its_variants_once(staged_v1: Path) -> None:
+    from nabench.cards._context import variant_citations
+
+    card = (staged_v1 / "README.md").read_text()
+    assert card.count("@inproceedings{tam2025none,") == 1
+    assert card.count("@article{kadavath2022language,") == 1
+    assert [c["key"] for c in variant_citations(["all_of_the_above"])] == ["tam2025none"]
+    assert variant_citations(["original"]) == []
