@@ -223,13 +223,13 @@ def test_nabench_build_selfknow_limit(tmp_path: Path, llama_cpp: Any) -> None:
     cache = tmp_path / "elsewhere" / "responses.sqlite"
     result = CliRunner().invoke(
         main,
-        ["build", "selfknow", "--limit", "4", "--out", str(out), "--cache", str(cache), "--quiet"],
+        ["build", "selfknow", "--limit", "2", "--out", str(out), "--cache", str(cache), "--quiet"],
     )
     assert result.exit_code == 0, result.output
     assert cache.is_file() and not default_cache_path(out).exists()
     assert f"wrote {out}" in result.output and "excluded:" in result.output
-    manifest = _check_output(out, 2 * 4 * 2, ["vanilla", "challenge"])
-    assert manifest["n_per_class"] == 4 and manifest["limit"] == 4
+    manifest = _check_output(out, 2 * 2 * 2, ["vanilla", "challenge"])
+    assert manifest["n_per_class"] == 2 and manifest["limit"] == 2
     assert json.loads(default_stats_path(out).read_text())["calls"] > 0
 
 
