@@ -9,7 +9,7 @@ import click
 
 from nabench import __version__
 from nabench.errors import NabenchError
-from nabench.llm.flags import model_options, parse_backend_options, run_options
+from nabench.llm.flags import ModelFlags, model_options, run_options
 
 
 class _Group(click.Group):
@@ -184,12 +184,7 @@ def label(
     max_attempts: int,
     max_tokens: int,
     chunk_size: int,
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    concurrency: int,
-    backend_options: tuple[str, ...],
-    cache: Path | None,
+    model_flags: ModelFlags,
     out: Path,
     quiet: bool,
 ) -> None:
@@ -205,12 +200,7 @@ def label(
         max_attempts=max_attempts,
         max_tokens=max_tokens,
         chunk_size=chunk_size,
-        backend=backend,
-        model=model,
-        base_url=base_url,
-        concurrency=concurrency,
-        backend_options=parse_backend_options(backend_options),
-        cache=cache,
+        model_flags=model_flags,
         out=out,
         progress=not quiet,
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS
-from nabench.llm.flags import BACKENDS, model_options, parse_backend_options, run_options
+from nabench.llm.flags import BACKENDS, ModelFlags, model_options, run_options
 
 __all__ = ["eval_cmd", "report_cmd"]
 
@@ -58,12 +58,7 @@ def eval_cmd(
     configs: tuple[str, ...],
     split: str | None,
     revision: str | None,
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    concurrency: int,
-    backend_options: tuple[str, ...],
-    cache: Path | None,
+    model_flags: ModelFlags,
     mode: str,
     limit: int | None,
     out: Path,
@@ -79,8 +74,8 @@ def eval_cmd(
     results = run_eval(
         EvalOptions(
             dataset=dataset,
-            backend=backend,
-            model=model,
+            backend=model_flags.backend,
+            model=model_flags.model,
             configs=configs,
             mode=mode,  # type: ignore[arg-type]
             split=split,
@@ -88,10 +83,10 @@ def eval_cmd(
             limit=limit,
             out=out,
             invalid_credit=invalid_credit,
-            cache=cache,
-            base_url=base_url,
-            concurrency=concurrency,
-            backend_options=parse_backend_options(backend_options),
+            cache=model_flags.cache,
+            base_url=model_flags.base_url,
+            concurrency=model_flags.concurrency,
+            backend_options=model_flags.options,
             max_tokens=max_tokens,
             logprobs_k=logprobs_k,
             chunk_size=chunk_size,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from nabench.errors import NabenchError
 from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
-from nabench.llm.options import default_cache_path, make_backend
+from nabench.llm.flags import ModelFlags
 from nabench.recipes import load_recipe
 from nabench.sources import get_source
 from nabench.validate.eligibility import audit_items
@@ -63,15 +64,10 @@ def run_label_command(
     guideline: str | None,
     max_attempts: int,
     max_tokens: int,
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    concurrency: int,
-    cache: Path | None,
+    model_flags: ModelFlags,
     out: Path,
     progress: bool,
     chunk_size: int = 16,
-    backend_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     recipe = load_recipe(recipe_name)
     if getattr(recipe, "kind", "na") != "na":
@@ -82,14 +78,12 @@ def run_label_command(
         recipe, BuildOptions(source=source, splits=splits or None, limit=limit, progress=progress)
     )
     # The recipe's labeler options apply when the same backend is asked for; flags win.
-    recipe_options = spec.options if spec and spec.backend == backend else {}
-    model_backend = make_backend(
-        backend, model, base_url, concurrency, {**recipe_options, **(backend_options or {})}
-    )
+    recipe_options = spec.options if spec and spec.backend == model_flags.backend else {}
+    flags = replace(model_flags, options={**recipe_options, **model_flags.options})
     run = label_items(
         items,
-        model_backend,
-        ResponseCache(cache or default_cache_path()),
+        flags.open_backend(),
+        ResponseCache(flags.cache_path()),
         guide,
         max_attempts=max_attempts,
         max_tokens=max_tokens,

@@ -4,20 +4,25 @@
 
 and the run flags (`run_options`): --max-tokens, --max-attempts, --chunk-size, --quiet.
 
-`make_backend(backend, model, base_url, concurrency, parse_backend_options(option))` turns
-them into a backend, so a flag means the same thing in every command.
+The command receives them as one `ModelFlags`, which opens the backend and names the cache,
+so a flag means the same thing in every command.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import yaml
 
 from nabench.errors import NabenchError
+
+if TYPE_CHECKING:
+    from nabench.llm._types import Backend
 
 BACKENDS = ("local", "openai", "vllm")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,14 +46,38 @@ def parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
     return options
 
 
+@dataclass(frozen=True)
+class ModelFlags:
+    """What the model flags of one invocation say."""
+
+    backend: str
+    model: str | None
+    base_url: str | None
+    concurrency: int
+    options: dict[str, Any]
+    cache: Path | None
+
+    def open_backend(self) -> Backend:
+        """The backend these flags describe (close it, or use it in a `with`)."""
+        from nabench.llm.options import make_backend
+
+        return make_backend(self.backend, self.model, self.base_url, self.concurrency, self.options)
+
+    def cache_path(self, default: Path | None = None) -> Path:
+        """--cache, else `default`, else $NABENCH_CACHE or ~/.cache/nabench/responses.sqlite."""
+        from nabench.llm.options import default_cache_path
+
+        return self.cache or default or default_cache_path()
+
+
 def model_options(
     *,
     backends: Sequence[str] = BACKENDS,
     model_help: str = MODEL_HELP,
     cache_help: str = CACHE_HELP,
 ) -> Callable[[F], F]:
-    """Decorator adding the shared model flags; the command receives `backend`, `model`,
-    `base_url`, `concurrency`, `backend_options` (raw KEY=VALUE strings) and `cache`."""
+    """Decorator adding the shared model flags; the command receives them as one
+    `model_flags: ModelFlags` keyword (`--option` values already parsed)."""
     flags = [
         click.option(
             "--backend",
@@ -79,7 +108,25 @@ def model_options(
         click.option("--cache", type=click.Path(path_type=Path, dir_okay=False), help=cache_help),
     ]
 
-    return _stack(flags)
+    def decorate(func: F) -> F:
+        @functools.wraps(func)  # keeps the click parameters declared below this decorator
+        def command(
+            *args: Any,
+            backend: str,
+            model: str | None,
+            base_url: str | None,
+            concurrency: int,
+            backend_options: tuple[str, ...],
+            cache: Path | None,
+            **kwargs: Any,
+        ) -> Any:
+            parsed = parse_backend_options(backend_options)
+            model_flags = ModelFlags(backend, model, base_url, concurrency, parsed, cache)
+            return func(*args, model_flags=model_flags, **kwargs)
+
+        return _stack(flags)(command)  # type: ignore[return-value]
+
+    return decorate
 
 
 def run_options(

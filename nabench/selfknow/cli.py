@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 
 from nabench.errors import NabenchError
-from nabench.llm.flags import model_options, parse_backend_options, run_options
+from nabench.llm.flags import ModelFlags, model_options, run_options
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
 from nabench.selfknow.report import format_metrics_text, metrics_to_dict, write_report
 from nabench.selfknow.table import CANONICAL_COLUMNS, load_selfknow_table, parse_column_mapping
@@ -97,28 +97,15 @@ def _model_options(func: F) -> F:
     )(func)
 
 
-def _with_model(flags: dict[str, Any], out: Path, run: Callable[[Backend, ResponseCache], T]) -> T:
-    """Open the response cache and the backend the model flags describe, run, close both."""
+def _with_model(flags: ModelFlags, out: Path, run: Callable[[Backend, ResponseCache], T]) -> T:
+    """Open the response cache (default: beside --out) and the backend, run, close both."""
     from nabench.llm import ResponseCache
-    from nabench.llm.options import make_backend
 
-    with ResponseCache(_default_cache(out, flags["cache"])) as store:
-        backend = make_backend(
-            flags["backend"],
-            flags["model"],
-            flags["base_url"],
-            flags["concurrency"],
-            parse_backend_options(flags["backend_options"]),
-        )
-        try:
-            return run(backend, store)
-        finally:
-            backend.close()
-
-
-def _model_flags(**values: Any) -> dict[str, Any]:
-    keys = ("backend", "model", "base_url", "concurrency", "backend_options", "cache")
-    return {k: values[k] for k in keys}
+    with (
+        ResponseCache(flags.cache_path(out.parent / "selfknow.cache.sqlite")) as store,
+        flags.open_backend() as backend,
+    ):
+        return run(backend, store)
 
 
 def _write_table(table: Any, path: Path) -> None:
@@ -138,10 +125,6 @@ def _write_table(table: Any, path: Path) -> None:
 
 def _beside(out: Path, suffix: str) -> Path:
     return out.with_name(f"{out.stem}{suffix}")
-
-
-def _default_cache(out: Path, cache: Path | None) -> Path:
-    return cache if cache is not None else out.parent / "selfknow.cache.sqlite"
 
 
 def _fail(exc: NabenchError) -> NoReturn:
@@ -183,12 +166,7 @@ def _fail(exc: NabenchError) -> NoReturn:
     help="Tasks parquet; <stem>.quarantine.parquet and <stem>.stats.json are written beside it.",
 )
 def generate_command(
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    concurrency: int,
-    backend_options: tuple[str, ...],
-    cache: Path | None,
+    model_flags: ModelFlags,
     seed: int,
     max_tokens: int,
     max_attempts: int,
@@ -219,9 +197,10 @@ def generate_command(
             batch_size=batch_size,
             chunk_size=chunk_size,
         )
-        flags = _model_flags(**locals())
         result = _with_model(
-            flags, out, lambda llm, store: generate_tasks(llm, store, settings, progress=not quiet)
+            model_flags,
+            out,
+            lambda llm, store: generate_tasks(llm, store, settings, progress=not quiet),
         )
     except NabenchError as exc:
         _fail(exc)
@@ -266,12 +245,7 @@ def generate_command(
 )
 def classify_command(
     tasks: Path,
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    concurrency: int,
-    backend_options: tuple[str, ...],
-    cache: Path | None,
+    model_flags: ModelFlags,
     seed: int,
     max_tokens: int,
     max_attempts: int,
@@ -307,9 +281,8 @@ def classify_command(
             max_attempts=max_attempts,
             chunk_size=chunk_size,
         )
-        flags = _model_flags(**locals())
         result = _with_model(
-            flags,
+            model_flags,
             out,
             lambda llm, store: classify_tasks(llm, store, frame, settings, progress=not quiet),
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from nabench.llm.flags import model_options, parse_backend_options, run_options
+from nabench.llm.flags import ModelFlags, model_options, run_options
 
 
 @click.group(name="artifacts")
@@ -30,12 +30,7 @@ def artifacts() -> None:
 @run_options(max_tokens=96, max_attempts=False)
 def infer_questions_cmd(
     built_dir: Path,
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    concurrency: int,
-    backend_options: tuple[str, ...],
-    cache: Path | None,
+    model_flags: ModelFlags,
     limit: int | None,
     out: Path | None,
     max_tokens: int,
@@ -44,13 +39,11 @@ def infer_questions_cmd(
     """Run question-inference step 1 on BUILT_DIR, then add `qi_step2`, `qi_random_question`
     and `qi_step1_outputs` to the build (re-staged atomically)."""
     from nabench.llm import ResponseCache
-    from nabench.llm.options import default_cache_path, make_backend
     from nabench.perturb.artifacts.pipeline import infer_questions
 
-    options = parse_backend_options(backend_options)
     with (
-        make_backend(backend, model, base_url, concurrency, options) as llm,
-        ResponseCache(cache or default_cache_path()) as responses,
+        model_flags.open_backend() as llm,
+        ResponseCache(model_flags.cache_path()) as responses,
     ):
         result = infer_questions(
             built_dir,
