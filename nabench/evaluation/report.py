@@ -185,33 +185,39 @@ def na_variants(results: Results) -> list[str]:
     return [c for c in dict.fromkeys(s.loc[s["kind"] == "mc", "config"]) if c != ORIGINAL]
 
 
+def paired_subject_means(
+    responses: pd.DataFrame, config: str, column: str
+) -> list[tuple[str, int, float, float]]:
+    """Per subject: (subject, n, mean `column` on original, on `config`) over the ids that
+    both configs answered (one run's responses)."""
+    base = responses[responses["config"] == ORIGINAL]
+    other = responses[responses["config"] == config]
+    paired = base.merge(other, on="id", suffixes=("_o", "_v"))
+    if paired.empty:
+        return []
+    paired["subject"] = paired["subject_o"].fillna("(none)")
+    return [
+        (str(subject), len(g), float(g[f"{column}_o"].mean()), float(g[f"{column}_v"].mean()))
+        for subject, g in paired.groupby("subject", sort=True)
+    ]
+
+
 def drop_table(results: Results) -> pd.DataFrame:
     """Per run, variant and subject: accuracy on original vs the variant (paired items)."""
-    r = results.responses
-    out = []
-    for run, rr in r.groupby("run", sort=False):
-        orig = rr[rr["config"] == ORIGINAL]
-        if orig.empty:
-            continue
-        for variant in na_variants(results):
-            var = rr[rr["config"] == variant]
-            paired = orig.merge(var, on="id", suffixes=("_o", "_v"))
-            if paired.empty:
-                continue
-            paired["subject"] = paired["subject_o"].fillna("(none)")
-            for subject, g in paired.groupby("subject", sort=True):
-                a_o, a_v = float(g["score_o"].mean()), float(g["score_v"].mean())
-                out.append(
-                    {
-                        "run": run,
-                        "variant": variant,
-                        "subject": subject,
-                        "n": len(g),
-                        "acc_original": a_o,
-                        "acc_variant": a_v,
-                        "drop": a_o - a_v,
-                    }
-                )
+    out = [
+        {
+            "run": run,
+            "variant": variant,
+            "subject": subject,
+            "n": n,
+            "acc_original": a_o,
+            "acc_variant": a_v,
+            "drop": a_o - a_v,
+        }
+        for run, rr in results.responses.groupby("run", sort=False)
+        for variant in na_variants(results)
+        for subject, n, a_o, a_v in paired_subject_means(rr, variant, "score")
+    ]
     cols = ["run", "variant", "subject", "n", "acc_original", "acc_variant", "drop"]
     df = pd.DataFrame(out, columns=cols)
     df = df.sort_values(["run", "variant", "drop", "subject"], ascending=[True, True, False, True])
@@ -412,29 +418,19 @@ def phrasing_table(configs: pd.DataFrame) -> pd.DataFrame:
 def confidence_table(results: Results) -> pd.DataFrame:
     """Per loglik run and subject: mean confidence on original and na_keyed (paired)."""
     s = results.summaries
-    loglik_runs = set(s.loc[s["mode"] == "loglik", "run"])
     r = results.responses
-    out = []
-    for run in sorted(loglik_runs):
-        rr = r[r["run"] == run]
-        o = rr[rr["config"] == ORIGINAL]
-        k = rr[rr["config"] == NA_KEYED]
-        paired = o.merge(k, on="id", suffixes=("_o", "_k"))
-        if paired.empty:
-            continue
-        paired["subject"] = paired["subject_o"].fillna("(none)")
-        for subject, g in paired.groupby("subject", sort=True):
-            c_o, c_k = float(g["confidence_o"].mean()), float(g["confidence_k"].mean())
-            out.append(
-                {
-                    "run": run,
-                    "subject": subject,
-                    "n": len(g),
-                    "conf_original": c_o,
-                    "conf_na_keyed": c_k,
-                    "change": c_k - c_o,
-                }
-            )
+    out = [
+        {
+            "run": run,
+            "subject": subject,
+            "n": n,
+            "conf_original": c_o,
+            "conf_na_keyed": c_k,
+            "change": c_k - c_o,
+        }
+        for run in sorted(set(s.loc[s["mode"] == "loglik", "run"]))
+        for subject, n, c_o, c_k in paired_subject_means(r[r["run"] == run], NA_KEYED, "confidence")
+    ]
     return pd.DataFrame(out)
 
 
