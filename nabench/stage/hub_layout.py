@@ -135,9 +135,7 @@ class StagingArea:
         self.tables.append(st)
         target = self.root / st.relpath
         target.parent.mkdir(parents=True, exist_ok=True)
-        self._writes.append(
-            self._pool.submit(lambda: (st.relpath, write_parquet(st.table, target)))
-        )
+        self._writes.append(self._pool.submit(_write_one, st, target))
 
     def commit(
         self,
