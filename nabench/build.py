@@ -316,8 +316,8 @@ def _readme_renderer(
     total = max((sum(c.values()) for c in counts.values()), default=0)
     perturbed = [c for c in counts if c not in {"excluded", "labels"}]
     split_names = list(dict.fromkeys(s for per in counts.values() for s in per))
-    kinds = [b.kind for b in make_builders(recipe)]
     builders = {b.config_name: b for b in make_builders(recipe)}
+    kinds = [b.kind for b in builders.values()]
     variants = [
         {
             "config": name,

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nabench.schemas.tables import EXCLUDED_ARROW
-from nabench.validate.invariants import _Lists
+from nabench.validate.invariants import _bool, _Lists
 
 # Order matters: the first reason that applies is the primary `reason`.
 REASONS = (
@@ -72,20 +72,14 @@ def audit_items(
     `na_texts` / `all_texts` are the phrasings the recipe will insert: an item that already
     holds one of them is quarantined as has_none_option / has_all_option.
     """
-    n = items.num_rows
     choices = items.column("choices").combine_chunks()
+    lists = _Lists(choices)  # its flat values line up with `flat` (null lists hold none)
     lengths = pc.list_value_length(choices).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(choices)
-    parents = pc.list_parent_indices(choices).to_numpy()
     stripped = pc.utf8_trim_whitespace(flat)
 
-    def any_per_row(mask: pa.Array | np.ndarray) -> np.ndarray:
-        values = (
-            np.asarray(mask, dtype=bool)
-            if not isinstance(mask, pa.Array)
-            else (mask.fill_null(False).to_numpy(zero_copy_only=False))
-        )
-        return np.bincount(parents, weights=values, minlength=n) > 0
+    def any_per_row(mask: pa.Array) -> np.ndarray:
+        return lists.per_row_any(_bool(mask))
 
     normalised = _normalise(flat)
 
@@ -95,7 +89,7 @@ def audit_items(
     flags = {
         "not_four_choices": lengths != n_choices,
         "empty_choice": any_per_row(pc.equal(stripped, "")),
-        "duplicate_choices": _Lists.of(choices).has_duplicates(stripped),
+        "duplicate_choices": lists.has_duplicates(stripped),
         "has_none_option": any_per_row(
             pc.or_(
                 pc.match_substring_regex(flat, NONE_OPTION.pattern, ignore_case=True),

@@ -7,6 +7,7 @@ file, row, id and rule.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,10 +65,6 @@ class _Lists:
         self.lengths = np.diff(offsets)
         self.flat = flat.cast(pa.string()).fill_null("")
         self._columns: dict[int, pa.Array] = {}
-
-    @classmethod
-    def of(cls, column: pa.ChunkedArray | pa.Array) -> _Lists:
-        return cls(column)
 
     @property
     def width(self) -> int:
@@ -160,8 +157,8 @@ def check_perturbed(
     non-empty: a config holds one variant, so most rules cost nothing.
     """
     ids = _strings(table, "id")
-    choices = _Lists.of(table.column("choices"))
-    original = _Lists.of(table.column("original_choices"))
+    choices = _Lists(table.column("choices"))
+    original = _Lists(table.column("original_choices"))
     answer = _ints(table, "answer")
     orig_answer = _ints(table, "original_answer")
     replaced = _ints(table, "replaced_index")
@@ -169,24 +166,23 @@ def check_perturbed(
     na_text = _strings(table, "na_text")
     stripped = pc.utf8_trim_whitespace(choices.flat)
     known_na = pa.array(sorted({t.lower() for t in (*KNOWN_NA_TEXTS, *extra_na_texts)}))
-    lazy: dict[str, Any] = {}
 
-    def once(name: str, compute: Callable[[], Any]) -> Any:
-        if name not in lazy:
-            lazy[name] = compute()
-        return lazy[name]
-
+    # Shared by several rules, computed on first use.
+    @functools.cache
     def key_text() -> pa.Array:
-        return once("key", lambda: choices.at(answer))
+        return choices.at(answer)
 
+    @functools.cache
     def gold_text() -> pa.Array:
-        return once("gold", lambda: original.at(orig_answer))
+        return original.at(orig_answer)
 
+    @functools.cache
     def na_count() -> np.ndarray:
-        return once("na_count", lambda: choices.count_equal(na_text))
+        return choices.count_equal(na_text)
 
+    @functools.cache
     def prefix_ok() -> np.ndarray:
-        return once("prefix", lambda: choices.prefix_equal(original))
+        return choices.prefix_equal(original)
 
     def is_variant(name: str) -> np.ndarray:
         return _bool(pc.equal(variant, name))
