@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,6 +49,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from nabench import __version__
+from nabench.atomic import atomic_file
 from nabench.errors import NabenchError
 from nabench.evaluation.parsing import INVALID, parse_answers, parse_bool
 from nabench.evaluation.prompts import (
@@ -480,15 +479,8 @@ def summarise(
 
 
 def _write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_file(path) as tmp:
         df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_config_results(

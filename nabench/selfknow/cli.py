@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from nabench.atomic import atomic_file
 from nabench.errors import NabenchError
 from nabench.llm.flags import ModelFlags, model_options, run_options
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
@@ -112,15 +111,8 @@ def _write_table(table: Any, path: Path) -> None:
     """Parquet with the Hub features metadata, written atomically."""
     from nabench.stage.hub_layout import write_parquet
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write_parquet(table, Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as tmp:
+        write_parquet(table, tmp)
 
 
 def _beside(out: Path, suffix: str) -> Path:

@@ -86,3 +86,17 @@ def test_failed_validation_keeps_previous_build(
         build(recipe, BuildOptions(source=str(mmlu_dir), out=out, labels="none", progress=False))
     assert _tree(out) == before  # the earlier, valid build is untouched
     assert _leftovers(tmp_path) == []
+
+
+def test_atomic_file_replaces_only_on_success(tmp_path: Path) -> None:
+    from nabench.atomic import atomic_file
+
+    target = tmp_path / "sub" / "out.json"
+    with atomic_file(target) as tmp:
+        tmp.write_text("first")
+    assert target.read_text() == "first"
+    with pytest.raises(RuntimeError), atomic_file(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed mid-write")
+    assert target.read_text() == "first"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["out.json"]
