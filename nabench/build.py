@@ -20,7 +20,13 @@ from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
-from nabench.stage.hub_layout import StagedTable, StagingArea, manifest_header, row_counts
+from nabench.stage.hub_layout import (
+    StagedTable,
+    StagingArea,
+    manifest_header,
+    row_counts,
+    source_section,
+)
 from nabench.validate.eligibility import audit_items, exclusion_counts, split_by_flags
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -197,13 +203,9 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             **manifest_header("na", recipe, seed),
             "splits": splits,
             "limit": options.limit,
-            "source": {
-                "dataset": source.name,
-                "location": options.source or recipe.source.hub_id or source.hub_id,
-                "config": recipe.source.config or source.default_config,
-                "revision": recipe.source.revision,
-                "splits": sources_meta,
-            },
+            "source": source_section(
+                source, recipe, options.source or recipe.source.hub_id, sources_meta
+            ),
             "counts": counts,
             "exclusions": exclusions,
             "letter_shares": letter_shares,

@@ -17,7 +17,13 @@ from nabench.errors import NabenchError, ValidationFailed
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.sources import LoadedSplit, Source, get_source
-from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts, stage
+from nabench.stage.hub_layout import (
+    StagedTable,
+    manifest_header,
+    row_counts,
+    source_section,
+    stage,
+)
 from nabench.validate.artifacts import check_artifacts
 from nabench.validate.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
 from nabench.validate.invariants import Violation, check_schema, summarise_violations
@@ -131,13 +137,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         **manifest_header("artifacts", recipe, seed),
         "splits": splits,
         "limit": options.limit,
-        "source": {
-            "dataset": source.name,
-            "location": location or source.hub_id,
-            "config": recipe.source.config or source.default_config,
-            "revision": recipe.source.revision,
-            "splits": sources_meta,
-        },
+        "source": source_section(source, recipe, location, sources_meta),
         "fewshot": {
             "protocol": fs.protocol,
             "k": fs.k,

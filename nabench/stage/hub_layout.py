@@ -179,6 +179,19 @@ def manifest_header(kind: str, recipe: Any, seed: int) -> dict[str, Any]:
     }
 
 
+def source_section(
+    source: Any, recipe: Any, location: str | None, splits: Mapping[str, Any]
+) -> dict[str, Any]:
+    """build.json's `source`: which dataset, where it was read from, and per split what."""
+    return {
+        "dataset": source.name,
+        "location": location or source.hub_id,
+        "config": recipe.source.config or source.default_config,
+        "revision": recipe.source.revision,
+        "splits": splits,
+    }
+
+
 def hub_metadata(tables: list[StagedTable]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """`configs` and `dataset_info` front-matter entries, built from the same tables."""
     configs: dict[str, list[dict[str, str]]] = {}
