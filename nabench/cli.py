@@ -8,34 +8,11 @@ from pathlib import Path
 import click
 
 from nabench import __version__
-from nabench.errors import NabenchError
+from nabench.cli_group import NabenchGroup
 from nabench.llm.flags import ModelFlags, model_options, run_options
 
 
-class _Group(click.Group):
-    """Turns NabenchError into one readable line and a non-zero exit; --debug shows tracebacks."""
-
-    def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except NabenchError as exc:
-            if ctx.obj and ctx.obj.get("debug"):
-                raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except Exception as exc:
-            if ctx.obj and ctx.obj.get("debug"):
-                raise
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-                err=True,
-            )
-            sys.exit(3)
-
-
-@click.group(cls=_Group)
+@click.group(cls=NabenchGroup)
 @click.version_option(__version__, prog_name="nabench")
 @click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
 @click.pass_context

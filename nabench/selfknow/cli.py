@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from nabench.atomic import atomic_file
+from nabench.cli_group import NabenchGroup
 from nabench.errors import NabenchError
 from nabench.llm.flags import ModelFlags, model_options, run_options
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from nabench.llm import Backend, ResponseCache
 
 
-@click.group(name="selfknow")
+@click.group(name="selfknow", cls=NabenchGroup)
 def selfknow() -> None:
     """Self-knowledge (Line of Duty) tables and metrics."""
 
@@ -60,21 +61,15 @@ def metrics_command(
     Top-level numbers and per-type metrics use --match; the JSON 'variants' object and the
     text table show both matching modes, labelled.
     """
-    try:
-        frame = load_selfknow_table(table, parse_column_mapping(columns))
-        primary = selfknow_metrics(frame, match=match)
-        other: Match = "type" if match == "reason" else "reason"
-        alternative = selfknow_metrics(frame, match=other)
-        if out is not None:
-            try:
-                write_report(
-                    out, primary, alternative, title=f"Self-knowledge metrics: {table.name}"
-                )
-            except OSError as exc:
-                raise NabenchError(f"cannot write report to {out}: {exc.strerror or exc}") from exc
-    except NabenchError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(exc.exit_code) from exc
+    frame = load_selfknow_table(table, parse_column_mapping(columns))
+    primary = selfknow_metrics(frame, match=match)
+    other: Match = "type" if match == "reason" else "reason"
+    alternative = selfknow_metrics(frame, match=other)
+    if out is not None:
+        try:
+            write_report(out, primary, alternative, title=f"Self-knowledge metrics: {table.name}")
+        except OSError as exc:
+            raise NabenchError(f"cannot write report to {out}: {exc.strerror or exc}") from exc
     if as_json:
         click.echo(json.dumps(metrics_to_dict(primary, alternative), ensure_ascii=False))
     else:
@@ -117,11 +112,6 @@ def _write_table(table: Any, path: Path) -> None:
 
 def _beside(out: Path, suffix: str) -> Path:
     return out.with_name(f"{out.stem}{suffix}")
-
-
-def _fail(exc: NabenchError) -> NoReturn:
-    click.echo(f"error: {exc}", err=True)
-    raise SystemExit(exc.exit_code) from exc
 
 
 @selfknow.command("generate")
@@ -176,26 +166,23 @@ def generate_command(
     from nabench.llm import write_stats
     from nabench.selfknow.generate import GenerationSettings, generate_tasks
 
-    try:
-        settings = GenerationSettings(
-            n_per_class=n_per_class,
-            styles=tuple(styles or ("vanilla",)),  # type: ignore[arg-type]
-            seed=seed,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            max_task_chars=max_task_chars,
-            max_analysis_chars=max_analysis_chars,
-            max_attempts=max_attempts,
-            batch_size=batch_size,
-            chunk_size=chunk_size,
-        )
-        result = _with_model(
-            model_flags,
-            out,
-            lambda llm, store: generate_tasks(llm, store, settings, progress=not quiet),
-        )
-    except NabenchError as exc:
-        _fail(exc)
+    settings = GenerationSettings(
+        n_per_class=n_per_class,
+        styles=tuple(styles or ("vanilla",)),  # type: ignore[arg-type]
+        seed=seed,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        max_task_chars=max_task_chars,
+        max_analysis_chars=max_analysis_chars,
+        max_attempts=max_attempts,
+        batch_size=batch_size,
+        chunk_size=chunk_size,
+    )
+    result = _with_model(
+        model_flags,
+        out,
+        lambda llm, store: generate_tasks(llm, store, settings, progress=not quiet),
+    )
     quarantine_path = _beside(out, ".quarantine.parquet")
     stats_path = _beside(out, ".stats.json")
     _write_table(result.tasks, out)
@@ -259,27 +246,24 @@ def classify_command(
     from nabench.selfknow.classify import ClassificationSettings, classify_tasks
 
     try:
-        try:
-            frame = pd.read_parquet(tasks)
-        except (OSError, ValueError) as exc:
-            raise NabenchError(f"cannot read tasks {tasks}: {exc}") from exc
-        settings = ClassificationSettings(
-            style=style,  # type: ignore[arg-type]
-            temperature=temperature,
-            seed=seed,
-            max_tokens=max_tokens,
-            max_answer_chars=max_answer_chars,
-            max_analysis_chars=max_analysis_chars,
-            max_attempts=max_attempts,
-            chunk_size=chunk_size,
-        )
-        result = _with_model(
-            model_flags,
-            out,
-            lambda llm, store: classify_tasks(llm, store, frame, settings, progress=not quiet),
-        )
-    except NabenchError as exc:
-        _fail(exc)
+        frame = pd.read_parquet(tasks)
+    except (OSError, ValueError) as exc:
+        raise NabenchError(f"cannot read tasks {tasks}: {exc}") from exc
+    settings = ClassificationSettings(
+        style=style,  # type: ignore[arg-type]
+        temperature=temperature,
+        seed=seed,
+        max_tokens=max_tokens,
+        max_answer_chars=max_answer_chars,
+        max_analysis_chars=max_analysis_chars,
+        max_attempts=max_attempts,
+        chunk_size=chunk_size,
+    )
+    result = _with_model(
+        model_flags,
+        out,
+        lambda llm, store: classify_tasks(llm, store, frame, settings, progress=not quiet),
+    )
     stats_path = _beside(out, ".stats.json")
     _write_table(result.table, out)
     write_stats(result.stats, stats_path)

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import click
 
+from nabench.cli_group import NabenchGroup
 from nabench.llm.flags import ModelFlags, model_options, run_options
 
 
-@click.group(name="artifacts")
+@click.group(name="artifacts", cls=NabenchGroup)
 def artifacts() -> None:
     """MCQA artifact suite (choices-only, memorization, individual prior, question inference)."""
 
