@@ -49,7 +49,7 @@ from nabench.errors import NabenchError
 from nabench.evaluation.categories import UnknownSubjectError, mmlu_category
 from nabench.evaluation.reliability import discrimination_index, kr20, kr20_by_group
 from nabench.evaluation.scoring import baseline_test, majority_baseline
-from nabench.evaluation.stats import accuracy_ci, anova_oneway, pearson, spearman
+from nabench.evaluation.stats import accuracy_ci, anova_oneway, json_safe, pearson, spearman
 
 __all__ = [
     "NON_MMLU",
@@ -677,17 +677,5 @@ def write_report(
         "panel": report.tables["panel"].to_dict("records"),
         "kr20_category": report.tables["kr20_category"].to_dict("records"),
     }
-    write_json_atomic(_clean(headline), out / "report.json")
+    write_json_atomic(json_safe(headline), out / "report.json")
     return report
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v

@@ -68,7 +68,7 @@ from nabench.evaluation.scoring import (
     majority_baseline,
     score_codes,
 )
-from nabench.evaluation.stats import accuracy_ci
+from nabench.evaluation.stats import accuracy_ci, json_safe
 from nabench.evaluation.strategies import ItemBatch, Strategy, get_strategy
 from nabench.llm import Backend, ChatRequest, Completion, ResponseCache, run_cached
 from nabench.llm import write_json_atomic as _write_json_atomic
@@ -491,20 +491,8 @@ def write_config_results(
     parquet = run_dir / f"{config}.parquet"
     summary_path = run_dir / f"{config}.summary.json"
     _write_parquet_atomic(responses, parquet)
-    _write_json_atomic(_json_safe(summary), summary_path)
+    _write_json_atomic(json_safe(summary), summary_path)
     return parquet, summary_path
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, np.generic):
-        return _json_safe(value.item())
-    return value
 
 
 # -------------------------------------------------------------------------- pipeline
