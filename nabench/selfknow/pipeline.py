@@ -19,7 +19,6 @@ that cache, so a rerun makes no call, and a killed run resumes with only the mis
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from nabench import __version__
-from nabench.build import BuildOptions, BuildResult
+from nabench.build import BuildOptions, BuildResult, PhaseClock
 from nabench.cards import render_card, size_category
 from nabench.llm import Backend, ResponseCache, RunStats, get_backend, write_stats
 from nabench.selfknow.classify import ClassificationResult, ClassificationSettings, classify_tasks
@@ -37,7 +36,7 @@ from nabench.selfknow.prompts import PromptSet, load_prompts
 from nabench.selfknow.recipe import ModelSpec, SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
-from nabench.stage.hub_layout import StagedTable, manifest_header, stage
+from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts, stage
 
 SPLIT = "test"
 CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
@@ -138,83 +137,87 @@ def run_selfknow(
     cache_path = cache_path or default_cache_path(out)
     stats_path = default_stats_path(out)
     classifier_spec = recipe.classifier_model()
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
+    clock = PhaseClock()
 
     with ResponseCache(cache_path) as cache:
         gen_backend = open_backend(recipe.generator)
         cls_backend: Backend | None = None
         try:
-            generation = generate_tasks(
-                gen_backend,
-                cache,
-                generation_settings(recipe, n_per_class, seed),
-                taxonomy=taxonomy,
-                prompts=prompts,
-                progress=progress,
-            )
-            timings["generate"] = time.perf_counter() - clock
-            clock = time.perf_counter()
-            if classifier_spec.same_model_as(recipe.generator):
-                cls_backend = gen_backend
-            else:  # cross-model: free the generator before loading the classifier
-                gen_backend.close()
-                cls_backend = open_backend(classifier_spec)
-            classification = classify_tasks(
-                cls_backend,
-                cache,
-                generation.tasks,
-                classification_settings(recipe, seed),
-                taxonomy=taxonomy,
-                prompts=prompts,
-                progress=progress,
-            )
+            with clock("generate"):
+                generation = generate_tasks(
+                    gen_backend,
+                    cache,
+                    generation_settings(recipe, n_per_class, seed),
+                    taxonomy=taxonomy,
+                    prompts=prompts,
+                    progress=progress,
+                )
+            with clock("classify"):
+                if classifier_spec.same_model_as(recipe.generator):
+                    cls_backend = gen_backend
+                else:  # cross-model: free the generator before loading the classifier
+                    gen_backend.close()
+                    cls_backend = open_backend(classifier_spec)
+                classification = classify_tasks(
+                    cls_backend,
+                    cache,
+                    generation.tasks,
+                    classification_settings(recipe, seed),
+                    taxonomy=taxonomy,
+                    prompts=prompts,
+                    progress=progress,
+                )
         finally:
             gen_backend.close()
             if cls_backend is not None and cls_backend is not gen_backend:
                 cls_backend.close()
-    timings["classify"] = time.perf_counter() - clock
-    clock = time.perf_counter()
 
-    stats = combine_stats(generation.stats, classification.stats)
-    frame = classification.table.to_pandas()
-    metrics = {
-        mode: selfknow_metrics(frame, match=mode, taxonomy=taxonomy)  # type: ignore[arg-type]
-        for mode in ("reason", "type")
-    }
-    warnings = _warnings(generation, classification)
-    staged = [
-        StagedTable("tasks", SPLIT, generation.tasks),
-        StagedTable("quarantine", SPLIT, generation.quarantine),
-        StagedTable("classifications", SPLIT, classification.table),
-    ]
-    counts = {st.config: {SPLIT: st.table.num_rows} for st in staged}
-    manifest = _manifest(
-        recipe, seed, n_per_class, limit, generation, classification, metrics, counts, warnings
-    )
-    manifest.update({"cache": str(cache_path), "stats": str(stats_path)})
-    readme = _readme_renderer(
-        recipe, seed, n_per_class, generation, classification, metrics, counts, prompts, taxonomy
-    )
-    stage(out, staged, readme, manifest)
-    timings["stage"] = time.perf_counter() - clock
-    clock = time.perf_counter()
+    with clock("stage"):
+        stats = combine_stats(generation.stats, classification.stats)
+        frame = classification.table.to_pandas()
+        metrics = {
+            mode: selfknow_metrics(frame, match=mode, taxonomy=taxonomy)  # type: ignore[arg-type]
+            for mode in ("reason", "type")
+        }
+        warnings = _warnings(generation, classification)
+        staged = [
+            StagedTable("tasks", SPLIT, generation.tasks),
+            StagedTable("quarantine", SPLIT, generation.quarantine),
+            StagedTable("classifications", SPLIT, classification.table),
+        ]
+        counts = row_counts(staged)
+        manifest = _manifest(
+            recipe, seed, n_per_class, limit, generation, classification, metrics, counts, warnings
+        )
+        manifest.update({"cache": str(cache_path), "stats": str(stats_path)})
+        readme = _readme_renderer(
+            recipe,
+            seed,
+            n_per_class,
+            generation,
+            classification,
+            metrics,
+            counts,
+            prompts,
+            taxonomy,
+        )
+        stage(out, staged, readme, manifest)
 
-    report_dir = out / "report"
-    title = f"Self-knowledge metrics: {recipe.name} v{recipe.version}"
-    write_report(report_dir, metrics["reason"], metrics["type"], title=title)
-    styles = list(recipe.generator.styles)
-    if len(styles) > 1:
-        for style in styles:
-            part = frame[frame["prompt_style"] == style]
-            write_report(
-                report_dir / style,
-                selfknow_metrics(part, match="reason", taxonomy=taxonomy),
-                selfknow_metrics(part, match="type", taxonomy=taxonomy),
-                title=f"{title} ({style} prompts)",
-            )
-    write_stats(stats, stats_path)
-    timings["report"] = time.perf_counter() - clock
+    with clock("report"):
+        report_dir = out / "report"
+        title = f"Self-knowledge metrics: {recipe.name} v{recipe.version}"
+        write_report(report_dir, metrics["reason"], metrics["type"], title=title)
+        styles = list(recipe.generator.styles)
+        if len(styles) > 1:
+            for style in styles:
+                part = frame[frame["prompt_style"] == style]
+                write_report(
+                    report_dir / style,
+                    selfknow_metrics(part, match="reason", taxonomy=taxonomy),
+                    selfknow_metrics(part, match="type", taxonomy=taxonomy),
+                    title=f"{title} ({style} prompts)",
+                )
+        write_stats(stats, stats_path)
     return SelfKnowRun(
         out=out,
         generation=generation,
@@ -225,7 +228,7 @@ def run_selfknow(
         stats_path=stats_path,
         report_dir=report_dir,
         warnings=warnings,
-        timings=timings,
+        timings=clock.seconds,
     )
 
 
