@@ -166,9 +166,9 @@ def main() -> None:
     print(f"ratio    : wall {slow_wall / fast_wall:5.1f}x   cpu {slow_cpu / fast_cpu:5.1f}x")
 
     if args.full_build:
-        from nabench.build import BuildOptions
-        from nabench.build_artifacts import build_artifacts
-        from nabench.recipes import load_recipe
+        from nabench.pipelines.artifacts import build_artifacts
+        from nabench.pipelines.registry import load_recipe
+        from nabench.pipelines.skeleton import BuildOptions
 
         with tempfile.TemporaryDirectory() as tmp:
             opts = BuildOptions(source=str(args.source), out=Path(tmp) / "b", progress=False)

@@ -24,11 +24,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from nabench.build import BuildOptions, build, make_builders
-from nabench.recipes import load_recipe
+from nabench.audit.eligibility import ALL_OPTION, NONE_OPTION
+from nabench.pipelines.na import build, make_builders
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.item import Item, PerturbedItem
 from nabench.sources import get_source
-from nabench.validate.eligibility import ALL_OPTION, NONE_OPTION
 from nabench.validate.invariants import KNOWN_NA_TEXTS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -240,8 +240,8 @@ def check_same(fast: dict[str, Any], naive: dict[str, Any]) -> None:
 
 
 def _mmlu_original(build: Path | None, tmp: Path) -> pd.DataFrame:
-    from nabench.build import BuildOptions, run_recipe
-    from nabench.recipes import load_recipe
+    from nabench.pipelines.registry import load_recipe, run_recipe
+    from nabench.pipelines.skeleton import BuildOptions
 
     if build is None:
         build = tmp / "mmlu-na"

@@ -1,10 +1,8 @@
-"""nabench: build, validate, label, evaluate and publish perturbed multiple-choice benchmarks."""
+"""nabench: build, validate, label, evaluate and publish perturbed multiple-choice benchmarks.
 
-from importlib.metadata import PackageNotFoundError, version
+The packages are layers in data-flow order (see ARCHITECTURE.md); import-linter keeps them so.
+"""
 
-try:
-    __version__ = version("nabench")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+local"
+from nabench.core.version import __version__
 
 __all__ = ["__version__"]

@@ -25,7 +25,7 @@ done
 
 export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-$PWD/.cache/vllm}"
 OUT="${NABENCH_HF_MODEL_DIR:-$PWD/.cache/models/SmolLM2-135M-Instruct-Q4_1}"
-"$PY" -m nabench.llm.cli convert-hf "$OUT"
+"$PY" -m nabench.cli llm convert-hf "$OUT"
 "$PY" - <<'PY'
 import os
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")

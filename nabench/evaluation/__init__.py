@@ -20,15 +20,6 @@ from nabench.evaluation.parsing import (
     parse_answers,
     parse_bool,
 )
-from nabench.evaluation.reliability import (
-    DiscriminationGroups,
-    cronbach_alpha,
-    discrimination_groups,
-    discrimination_index,
-    item_rest_correlation,
-    kr20,
-    kr20_by_group,
-)
 from nabench.evaluation.scoring import (
     BaselineTest,
     baseline_test,
@@ -38,7 +29,14 @@ from nabench.evaluation.scoring import (
     score_codes,
     score_generation,
 )
-from nabench.evaluation.stats import (
+from nabench.evaluation.strategies import (
+    STRATEGIES,
+    ItemBatch,
+    Strategy,
+    get_strategy,
+    register_strategy,
+)
+from nabench.stats.inference import (
     AccuracyCI,
     AnovaResult,
     Correlation,
@@ -51,12 +49,14 @@ from nabench.evaluation.stats import (
     spearman,
     wilson_interval,
 )
-from nabench.evaluation.strategies import (
-    STRATEGIES,
-    ItemBatch,
-    Strategy,
-    get_strategy,
-    register_strategy,
+from nabench.stats.reliability import (
+    DiscriminationGroups,
+    cronbach_alpha,
+    discrimination_groups,
+    discrimination_index,
+    item_rest_correlation,
+    kr20,
+    kr20_by_group,
 )
 
 __all__ = [

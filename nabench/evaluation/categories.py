@@ -10,7 +10,7 @@ from typing import Final
 
 import yaml
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 __all__ = ["MMLU_CATEGORIES", "UnknownSubjectError", "mmlu_category", "mmlu_subject_categories"]
 

@@ -17,7 +17,7 @@ Statistical conventions (also printed at the end of the report):
 * The panel of a config: its runs whose items cover at least ``min_coverage`` of the
   largest run's items (default 1.0: all of them); the items are those every panel run
   answered. Runs left out are listed. Discrimination D per item and KR-20 use the
-  panel's runs × items score matrix (:mod:`nabench.evaluation.reliability`: population
+  panel's runs × items score matrix (:mod:`nabench.stats.reliability`: population
   variances, 27 % groups); needs ≥ 2 runs (KR-20 needs varying totals, else n/a).
 * KR-20 per MMLU category (:func:`mmlu_category`; subjects outside MMLU fall into
   ``non_mmlu``) and variant. The ANOVA per category compares variants, taking as the
@@ -45,11 +45,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.evaluation.categories import UnknownSubjectError, mmlu_category
-from nabench.evaluation.reliability import discrimination_index, kr20, kr20_by_group
+from nabench.evaluation.plots import write_plots
 from nabench.evaluation.scoring import baseline_test, majority_baseline
-from nabench.evaluation.stats import accuracy_ci, anova_oneway, json_safe, pearson, spearman
+from nabench.llm import write_json_atomic
+from nabench.stats.inference import accuracy_ci, anova_oneway, json_safe, pearson, spearman
+from nabench.stats.reliability import discrimination_index, kr20, kr20_by_group
 
 __all__ = [
     "NON_MMLU",
@@ -656,7 +658,6 @@ def write_report(
     paths: Sequence[str | Path], out: str | Path, min_coverage: float = 1.0, plots: bool = True
 ) -> Report:
     """Load results, compute the tables, write CSVs, plots and ``report.md`` under ``out``."""
-    from nabench.llm import write_json_atomic
 
     out = Path(out)
     report = build_report(load_results(paths), min_coverage)
@@ -665,8 +666,6 @@ def write_report(
     for name, df in report.tables.items():
         df.to_csv(tables_dir / f"{name}.csv", index=False)
     if plots:
-        from nabench.evaluation.plots import write_plots
-
         report.plots = {
             k: v.relative_to(out) for k, v in write_plots(report, out / "plots").items()
         }

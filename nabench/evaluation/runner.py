@@ -48,9 +48,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from nabench import __version__
-from nabench.atomic import atomic_file
-from nabench.errors import NabenchError
+from nabench.core.atomic import atomic_file
+from nabench.core.errors import NabenchError
+from nabench.core.version import __version__
 from nabench.evaluation.parsing import INVALID, parse_answers, parse_bool
 from nabench.evaluation.prompts import (
     DEFAULT_LOGPROBS_K,
@@ -68,10 +68,11 @@ from nabench.evaluation.scoring import (
     majority_baseline,
     score_codes,
 )
-from nabench.evaluation.stats import accuracy_ci, json_safe
 from nabench.evaluation.strategies import ItemBatch, Strategy, get_strategy
 from nabench.llm import Backend, ChatRequest, Completion, ResponseCache, run_cached
 from nabench.llm import write_json_atomic as _write_json_atomic
+from nabench.llm.options import default_cache_path, make_backend
+from nabench.stats.inference import accuracy_ci, json_safe
 
 __all__ = [
     "NON_EVAL_CONFIGS",
@@ -594,7 +595,6 @@ def load_rows(dataset: str, config: str, split: str | None, revision: str | None
 
 def run_eval(options: EvalOptions) -> list[ConfigResult]:
     """Evaluate every selected config; returns one result per config."""
-    from nabench.llm.options import default_cache_path, make_backend
 
     if not 0.0 <= options.invalid_credit <= 1.0:
         raise NabenchError("--invalid-credit must be in [0, 1]")

@@ -26,7 +26,7 @@ from typing import ClassVar, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 __all__ = [
     "STRATEGIES",

@@ -19,6 +19,8 @@ from nabench.label.files import read_labels
 from nabench.label.guideline import Guideline, load_guideline
 from nabench.label.labeler import LabelRun, label_items
 from nabench.label.records import LABEL_ARROW, LabelRecord
+from nabench.llm import ResponseCache
+from nabench.llm.options import default_cache_path, make_backend
 
 
 class LabelSource(ABC):
@@ -88,8 +90,6 @@ class LLMLabels(LabelSource):
 
 def llm_label_source(spec: Any, cache_path: Path | None, progress: bool) -> LLMLabels:
     """The recipe's LLM labeler (`labels.llm`: backend, model, base_url, guideline, options)."""
-    from nabench.llm import ResponseCache
-    from nabench.llm.options import default_cache_path, make_backend
 
     backend = make_backend(spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options)
     cache = ResponseCache(cache_path or default_cache_path())

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nabench.errors import NabenchError
-from nabench.evaluation.stats import cohen_kappa
+from nabench.core.errors import NabenchError
 from nabench.label.files import read_labels
+from nabench.stats.inference import cohen_kappa
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nabench.errors import NabenchError
-from nabench.perturb._columns import LabelColumns
+from nabench.core.errors import NabenchError
+from nabench.schemas.columns import LabelColumns
 
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 GUIDELINE_DIR = Path(__file__).resolve().parents[1] / "guidelines"
 

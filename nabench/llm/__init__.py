@@ -14,7 +14,7 @@ from ._models import SMOLLM2_ID, default_hf_dir, model_id_from_path, smollm2_ggu
 from ._openai import OpenAIBackend
 from ._registry import BACKENDS, get_backend, register_backend
 from ._run import run_cached, write_json_atomic, write_stats
-from ._server import free_port, local_server, vllm_server
+from ._server import free_port, llama_server_command, local_server, vllm_server
 from ._types import (
     Backend,
     ChatRequest,
@@ -48,6 +48,7 @@ __all__ = [
     "default_hf_dir",
     "free_port",
     "get_backend",
+    "llama_server_command",
     "local_server",
     "model_id_from_path",
     "parse_json",

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 from ._models import smollm2_gguf_path
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 from ._models import model_id_from_path, smollm2_gguf_path
 from ._registry import register_backend

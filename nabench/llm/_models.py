@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_ID = "SmolLM2-135M-Instruct-Q4_1"

@@ -17,7 +17,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob

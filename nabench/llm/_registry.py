@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 from ._types import Backend
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from nabench.atomic import atomic_file
+from nabench.core.atomic import atomic_file
 
 from ._cache import ResponseCache
 from ._types import Backend, ChatRequest, Completion, RunStats

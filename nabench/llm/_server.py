@@ -14,9 +14,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 from ._models import SMOLLM2_ID, default_hf_dir, model_id_from_path, smollm2_gguf_path
+from ._vllm import default_dtype, vllm_cpu_env
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -56,7 +57,6 @@ def vllm_server_command(
     dtype: str | None = None,
 ) -> list[str]:
     """argv of vLLM's OpenAI server (the `vllm` console script is broken in vllm-cpu)."""
-    from ._vllm import default_dtype
 
     path = Path(model_dir) if model_dir else default_hf_dir()
     return [
@@ -140,7 +140,6 @@ def vllm_server(
     env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """vLLM OpenAI server on a free port (CPU settings from `vllm_cpu_env`)."""
-    from ._vllm import vllm_cpu_env
 
     port = port or free_port(host)
     cmd = vllm_server_command(model_dir, host=host, port=port, served_name=served_name)

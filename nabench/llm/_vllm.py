@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 from ._models import default_hf_dir, model_id_from_path, repo_root
 from ._registry import register_backend

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.llm._registry import get_backend
 from nabench.llm._types import Backend
 
@@ -60,3 +61,25 @@ def default_cache_path() -> Path:
         / "nabench"
         / ("responses.sqlite")
     )
+
+
+@dataclass(frozen=True)
+class ModelFlags:
+    """What the model flags of one invocation say."""
+
+    backend: str
+    model: str | None
+    base_url: str | None
+    concurrency: int
+    options: dict[str, Any]
+    cache: Path | None
+
+    def open_backend(self) -> Backend:
+        """The backend these flags describe (close it, or use it in a `with`)."""
+
+        return make_backend(self.backend, self.model, self.base_url, self.concurrency, self.options)
+
+    def cache_path(self, default: Path | None = None) -> Path:
+        """--cache, else `default`, else $NABENCH_CACHE or ~/.cache/nabench/responses.sqlite."""
+
+        return self.cache or default or default_cache_path()

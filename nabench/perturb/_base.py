@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
-from nabench.perturb._columns import ItemColumns
+from nabench.schemas.columns import ItemColumns
 
 DEFAULT_NA_TEXT = "None of the above"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from nabench.perturb._base import InsertsText
-from nabench.perturb._columns import ItemColumns, append_to_lists, perturbed_table
+from nabench.schemas.columns import ItemColumns, append_to_lists, perturbed_table
 
 DEFAULT_AOTA_TEXT = "All of the above"
 

@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nabench.core.rng import item_choice_index
 from nabench.perturb._base import InsertsText
-from nabench.perturb._columns import ItemColumns, perturbed_table, replace_at
-from nabench.perturb.rng import item_choice_index
+from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 
 
 def distractor_indices(items: ItemColumns, seed: int) -> np.ndarray:

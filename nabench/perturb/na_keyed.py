@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from nabench.perturb._base import DEFAULT_NA_TEXT, InsertsText, slug
-from nabench.perturb._columns import ItemColumns, perturbed_table, replace_at
+from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 
 __all__ = ["DEFAULT_NA_TEXT", "NAKeyed", "phrasing_config"]
 

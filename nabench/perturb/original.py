@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from nabench.perturb._base import Builder
-from nabench.perturb._columns import ItemColumns, perturbed_table
+from nabench.schemas.columns import ItemColumns, perturbed_table
 
 
 @dataclass(frozen=True)

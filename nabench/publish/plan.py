@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
+from nabench.stage.cards import finalize_card
 
 MANIFEST = "build.json"
 README = "README.md"
@@ -162,7 +163,6 @@ def make_plan(
     remote: RemoteState | None = None,
 ) -> PublishPlan:
     """The release of `staged` on top of `remote` (an empty target when None)."""
-    from nabench.cards import finalize_card
 
     staged = Path(staged)
     remote = remote or RemoteState()

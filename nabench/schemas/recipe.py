@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -15,8 +13,6 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-
-from nabench.errors import RecipeError
 
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$")
 
@@ -122,42 +118,3 @@ def format_validation_error(exc: ValidationError, origin: str) -> str:
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
         parts.append(f"field '{loc}': {err['msg']}")
     return f"{origin}: invalid recipe: " + "; ".join(parts)
-
-
-# Recipe kinds: `kind` -> "module:Model". Each kind's model lives beside its pipeline.
-RECIPE_MODELS: dict[str, str] = {
-    "na": "nabench.schemas.recipe:Recipe",
-    "artifacts": "nabench.schemas.artifacts_recipe:ArtifactsRecipe",
-    "selfknow": "nabench.selfknow.recipe:SelfKnowRecipe",
-}
-
-
-def recipe_model(kind: str) -> type[BaseModel]:
-    import importlib
-
-    if kind not in RECIPE_MODELS:
-        raise RecipeError(f"unknown recipe kind {kind!r} (known: {', '.join(RECIPE_MODELS)})")
-    module, name = RECIPE_MODELS[kind].split(":")
-    model: type[BaseModel] = getattr(importlib.import_module(module), name)
-    return model
-
-
-def parse_recipe(data: Any, origin: str) -> Any:
-    """Validate a recipe mapping with the model of its `kind` (default `na`)."""
-    if not isinstance(data, dict):
-        raise RecipeError(f"{origin}: a recipe must be a YAML mapping")
-    model = recipe_model(str(data.get("kind", "na")))
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise RecipeError(format_validation_error(exc, origin)) from None
-
-
-def read_recipe_file(path: Path) -> Any:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise RecipeError(f"{path}: not valid YAML: {exc}") from None
-    except OSError as exc:
-        raise RecipeError(f"{path}: cannot read recipe: {exc.strerror}") from None
-    return parse_recipe(data, str(path))

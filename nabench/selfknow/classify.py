@@ -27,7 +27,7 @@ from typing import Any, Literal
 import pandas as pd
 import pyarrow as pa
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.llm import (
     Backend,
     ChatRequest,

@@ -51,7 +51,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.llm import (
     Backend,
     ChatRequest,

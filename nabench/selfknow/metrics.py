@@ -39,7 +39,7 @@ from typing import Literal
 
 import pandas as pd
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.selfknow.scores import SelfKnowledgeCounts, SelfKnowledgeScores, score_counts
 from nabench.selfknow.table import REQUIRED_COLUMNS
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy, normalise_reason

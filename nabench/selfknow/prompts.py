@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import yaml
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.selfknow.taxonomy import Reason, SelfKnowledgeType, Taxonomy
 
 Style = Literal["vanilla", "challenge"]

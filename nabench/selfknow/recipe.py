@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from nabench.llm.options import backend_kwargs
 from nabench.schemas.recipe import SemVer
 from nabench.selfknow.prompts import Style
 
@@ -58,7 +59,6 @@ class ModelSpec(_Spec):
     def backend_options(self) -> dict[str, Any]:
         """Keyword arguments for :func:`nabench.llm.get_backend` (the same mapping as the
         command-line model flags)."""
-        from nabench.llm.options import backend_kwargs
 
         return backend_kwargs(self.backend, self.model, self.base_url, options=self.options)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.selfknow.taxonomy import normalise_reason
 
 REQUIRED_COLUMNS: tuple[str, ...] = (

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 _SEPARATORS = re.compile(r"[\W_]+")
 
@@ -189,7 +189,7 @@ def _bundled() -> Taxonomy:
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     """Load the taxonomy from ``path``, or the one bundled with nabench when ``path`` is None.
 
-    Raises :class:`~nabench.errors.NabenchError` for an unreadable or malformed file.
+    Raises :class:`~nabench.core.errors.NabenchError` for an unreadable or malformed file.
     """
     if path is None:
         return _bundled()

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from nabench.errors import SourceError
+from nabench.core.errors import SourceError
 from nabench.schemas.tables import ITEM_ARROW
 
 _FILE_BUILDERS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "json", ".json": "json"}

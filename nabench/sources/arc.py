@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from nabench.errors import SourceError
+from nabench.core.errors import SourceError
 from nabench.sources._base import Source, check_answers, item_table, require_columns
 
 

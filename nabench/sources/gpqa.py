@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from nabench.errors import SourceError
-from nabench.perturb.rng import item_rng
+from nabench.core.errors import SourceError
+from nabench.core.rng import item_rng
 from nabench.sources._base import Source, item_table, require_columns
 
 ANSWER_COLUMNS = (

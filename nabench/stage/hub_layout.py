@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from nabench.core.version import __version__
 from nabench.schemas.tables import features_for
 
 MANIFEST = "build.json"
@@ -168,7 +169,6 @@ def row_counts(tables: Sequence[StagedTable]) -> dict[str, dict[str, int]]:
 
 def manifest_header(kind: str, recipe: Any, seed: int) -> dict[str, Any]:
     """The first keys of every build.json: what built it, from which recipe and seed."""
-    from nabench import __version__
 
     return {
         "nabench_version": __version__,

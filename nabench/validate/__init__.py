@@ -3,30 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
+from nabench.schemas.tables import ARROW_SCHEMAS
+from nabench.validate.artifacts import check_artifacts, prompt_type_counts
+from nabench.validate.contributions import is_contributions_dir, validate_contributions
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
+    ValidationReport,
     Violation,
     check_ids_in_original,
     check_perturbed,
     check_schema,
     letter_distribution,
 )
-
-
-@dataclass
-class ValidationReport:
-    files: int = 0
-    rows: int = 0
-    violations: list[Violation] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def read_rows(path: Path) -> pa.Table:
@@ -60,7 +55,6 @@ def table_kind(table: pa.Table) -> str:
 
 def _coerce(table: pa.Table, kind: str) -> pa.Table:
     """JSONL loses Arrow types: cast to the schema's types where the columns match."""
-    from nabench.schemas.tables import ARROW_SCHEMAS
 
     schema = ARROW_SCHEMAS.get(kind)
     if schema is None or set(table.column_names) != set(schema.names):
@@ -79,8 +73,6 @@ def validate_table(table: pa.Table, where: str, report: ValidationReport) -> Non
     if kind == "labels":
         return
     if kind == "artifact":
-        from nabench.validate.artifacts import check_artifacts, prompt_type_counts
-
         report.violations.extend(check_artifacts(table, where))
         types = " ".join(f"{k}={v}" for k, v in prompt_type_counts(table).items())
         report.notes.append(f"{where}: {table.num_rows} rows, prompt types {types}")
@@ -114,7 +106,6 @@ def validate_path(
     if path.is_file():
         validate_table(read_rows(path), path.name, report)
         return report
-    from nabench.validate.contributions import is_contributions_dir, validate_contributions
 
     if is_contributions_dir(path):
         result: ValidationReport = validate_contributions(

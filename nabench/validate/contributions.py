@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nabench.validate.invariants import Violation, check_perturbed
+from nabench.core.errors import NabenchError
+from nabench.perturb import BUILDERS, ItemColumns, LabelColumns
+from nabench.schemas.contribution import ContributionHeader
+from nabench.schemas.item import Item, PerturbedItem
+from nabench.schemas.tables import PERTURBED_ARROW
+from nabench.sources import get_source, item_table
+from nabench.validate.invariants import ValidationReport, Violation, check_perturbed
 
 HEADER = "contribution.yaml"
 DATA_SUFFIXES = (".jsonl", ".parquet")
@@ -116,7 +122,6 @@ def validate_contributions(
     limits: Limits | None = None,
 ) -> Any:
     """Validate one contribution folder or a folder of them; returns a ValidationReport."""
-    from nabench.validate import ValidationReport
 
     ctx = _Context(
         sources=dict(sources or {}),
@@ -173,8 +178,6 @@ def _scan_files(folder: Path, ctx: _Context) -> set[str]:
 def _read_header(folder: Path, bad: set[str], ctx: _Context) -> Any:
     import yaml
     from pydantic import ValidationError
-
-    from nabench.schemas.contribution import ContributionHeader
 
     where = f"{folder.name}/{HEADER}"
     path = folder / HEADER
@@ -235,8 +238,6 @@ def _pydantic_message(err: Mapping[str, Any]) -> str:
 def _read_rows(folder: Path, name: str, ctx: _Context) -> _Rows | None:
     from pydantic import ValidationError
 
-    from nabench.schemas.item import PerturbedItem
-
     where = f"{folder.name}/{name}"
     path = folder / name
     if not path.is_file():
@@ -289,8 +290,6 @@ def _read_rows(folder: Path, name: str, ctx: _Context) -> _Rows | None:
 def _invariants(folder: Path, rows: _Rows, extra: tuple[str, ...], ctx: _Context) -> None:
     import pyarrow as pa
 
-    from nabench.schemas.tables import PERTURBED_ARROW
-
     if not rows.rows:
         return
     table = pa.Table.from_pylist(rows.rows, schema=PERTURBED_ARROW)
@@ -308,8 +307,6 @@ def _release_index(release: Path) -> dict[tuple[Any, ...], str]:
     """{(id, choices, answer): 'config/file row N'} over every perturbed config of a release."""
     import pyarrow.parquet as pq
 
-    from nabench.errors import NabenchError
-
     if not Path(release).is_dir():
         raise NabenchError(f"release {release} is not a folder")
     index: dict[tuple[Any, ...], str] = {}
@@ -324,8 +321,6 @@ def _release_index(release: Path) -> dict[tuple[Any, ...], str]:
 
 
 def _source_items(header: Any, ctx: _Context, where: str) -> dict[str, dict[str, Any]] | None:
-    from nabench.errors import NabenchError
-    from nabench.sources import get_source
 
     src = header.source
     location = ctx.sources.get(src.dataset) or ctx.sources.get("*")
@@ -364,8 +359,6 @@ def rebuild(
     labels: Sequence[Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
     """Run the nabench builder named in `parameters` on canonical items."""
-    from nabench.perturb import BUILDERS, ItemColumns, LabelColumns
-    from nabench.sources._base import item_table
 
     kind = parameters["builder"]
     cls = BUILDERS[kind]
@@ -387,7 +380,6 @@ def rebuild(
 
 
 def _builder_problem(parameters: Mapping[str, Any]) -> str | None:
-    from nabench.perturb import BUILDERS
 
     kind = parameters.get("builder")
     if kind is None:
@@ -416,8 +408,6 @@ def _golden(
     ctx: _Context,
 ) -> None:
     from pydantic import BaseModel, ConfigDict, ValidationError
-
-    from nabench.schemas.item import Item, PerturbedItem
 
     class _Case(BaseModel):
         model_config = ConfigDict(extra="forbid")

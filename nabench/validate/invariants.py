@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.perturb._columns import list_parts
+from nabench.core.arrow import ListColumn, as_bool_mask
+from nabench.schemas.tables import pandera_schema
 
 KNOWN_NA_TEXTS = (
     "None of the above",
@@ -43,90 +44,14 @@ class Violation:
         return f"{self.where} row {self.row} id={self.id}: [{self.rule}] {self.message}"
 
 
-def _bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Arrow booleans as numpy, null -> False."""
-    return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+@dataclass
+class ValidationReport:
+    """What `nabench validate` found: files and rows read, violations, notes."""
 
-
-class _Lists:
-    """A list<string> column as offsets + flat values, read position by position.
-
-    Options lists are short (4-5), so each rule compares at most a handful of aligned
-    "element j of every row" arrays with Arrow's memcmp kernels; no hashing, no Python loop
-    over rows.
-    """
-
-    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
-        arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        if arr.null_count:
-            arr = pc.if_else(pc.is_null(arr), pa.scalar([], arr.type), arr)
-        offsets, flat = list_parts(arr)
-        self.offsets = offsets
-        self.lengths = np.diff(offsets)
-        self.flat = flat.cast(pa.string()).fill_null("")
-        self._columns: dict[int, pa.Array] = {}
-
-    @property
-    def width(self) -> int:
-        return int(self.lengths.max(initial=0))
-
-    def per_row_any(self, flat_mask: np.ndarray) -> np.ndarray:
-        """Per list: does any of its elements satisfy `flat_mask`?"""
-        running = np.concatenate([[0], np.cumsum(flat_mask, dtype=np.int64)])
-        return running[self.offsets[1:]] > running[self.offsets[:-1]]
-
-    def column(self, j: int, values: pa.Array | None = None) -> pa.Array:
-        """Element j of every list (null where a list is shorter); `values` realigns flat."""
-        if values is None and j in self._columns:
-            return self._columns[j]
-        ok = self.lengths > j
-        source = self.flat if values is None else values
-        if len(source) == 0:
-            out = pa.nulls(len(self.lengths), pa.string())
-        else:
-            pos = np.minimum(self.offsets[:-1] + j, len(source) - 1)
-            out = source.take(pa.array(pos))
-            if not ok.all():
-                out = pc.if_else(pa.array(ok), out, pa.scalar(None, pa.string()))
-        if values is None:
-            self._columns[j] = out
-        return out
-
-    def at(self, index: np.ndarray) -> pa.Array:
-        """Element `index[i]` of list i (null where out of range)."""
-        ok = (index >= 0) & (index < self.lengths)
-        if len(self.flat) == 0:
-            return pa.nulls(len(index), pa.string())
-        pos = np.where(ok, self.offsets[:-1] + np.where(ok, index, 0), 0)
-        pos = np.minimum(pos, len(self.flat) - 1)
-        taken = self.flat.take(pa.array(pos))
-        return taken if ok.all() else pc.if_else(pa.array(ok), taken, pa.scalar(None, pa.string()))
-
-    def count_equal(self, per_row: pa.Array) -> np.ndarray:
-        """How many elements of list i equal per_row[i]."""
-        counts = np.zeros(len(self.lengths), dtype=int)
-        for j in range(self.width):
-            counts += _bool(pc.equal(self.column(j), per_row))
-        return counts
-
-    def prefix_equal(self, other: _Lists) -> np.ndarray:
-        """Whether the first min(len_i, other_len_i) elements of each list are equal."""
-        if np.array_equal(self.offsets, other.offsets):  # same shapes: one aligned comparison
-            return ~self.per_row_any(~_bool(pc.equal(self.flat, other.flat)))
-        ok = np.ones(len(self.lengths), dtype=bool)
-        for j in range(min(self.width, other.width)):
-            both = (self.lengths > j) & (other.lengths > j)
-            ok &= ~both | _bool(pc.equal(self.column(j), other.column(j)))
-        return ok
-
-    def has_duplicates(self, values: pa.Array) -> np.ndarray:
-        """Whether list i holds two equal `values` (aligned with the flat elements)."""
-        cols = [self.column(j, values) for j in range(self.width)]
-        dup = np.zeros(len(self.lengths), dtype=bool)
-        for j in range(len(cols)):
-            for k in range(j + 1, len(cols)):
-                dup |= _bool(pc.equal(cols[j], cols[k]))  # null (list too short) -> False
-        return dup
+    files: int = 0
+    rows: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _ints(table: pa.Table, name: str) -> np.ndarray:
@@ -157,8 +82,8 @@ def check_perturbed(
     non-empty: a config holds one variant, so most rules cost nothing.
     """
     ids = _strings(table, "id")
-    choices = _Lists(table.column("choices"))
-    original = _Lists(table.column("original_choices"))
+    choices = ListColumn(table.column("choices"))
+    original = ListColumn(table.column("original_choices"))
     answer = _ints(table, "answer")
     orig_answer = _ints(table, "original_answer")
     replaced = _ints(table, "replaced_index")
@@ -185,10 +110,10 @@ def check_perturbed(
         return choices.prefix_equal(original)
 
     def is_variant(name: str) -> np.ndarray:
-        return _bool(pc.equal(variant, name))
+        return as_bool_mask(pc.equal(variant, name))
 
     def differs(a: pa.Array, b: pa.Array) -> np.ndarray:
-        return ~_bool(pc.equal(a, b))
+        return ~as_bool_mask(pc.equal(a, b))
 
     def show(arr: pa.Array, i: int) -> str:
         return repr(arr[i].as_py())
@@ -207,7 +132,7 @@ def check_perturbed(
         (
             "choices_non_empty",
             every,
-            lambda: choices.per_row_any(_bool(pc.equal(stripped, ""))),
+            lambda: choices.per_row_any(as_bool_mask(pc.equal(stripped, ""))),
             lambda i: "a choice is empty",
         ),
         (
@@ -225,7 +150,7 @@ def check_perturbed(
         (
             "no_na_in_original",
             is_orig,
-            lambda: choices.per_row_any(_bool(pc.is_in(pc.utf8_lower(stripped), known_na))),
+            lambda: choices.per_row_any(as_bool_mask(pc.is_in(pc.utf8_lower(stripped), known_na))),
             lambda i: "an NA phrasing appears among the original choices",
         ),
         (
@@ -301,7 +226,7 @@ def check_perturbed(
 def check_ids_in_original(table: pa.Table, original_ids: pa.Array, where: str) -> list[Violation]:
     """Every id of a perturbed config must also be in `original` (traceable to its source)."""
     ids = _strings(table, "id")
-    missing = ~_bool(pc.is_in(ids, value_set=original_ids))
+    missing = ~as_bool_mask(pc.is_in(ids, value_set=original_ids))
     return [
         Violation(
             where, int(i), str(ids[int(i)].as_py()), "id_in_original", "id missing from original"
@@ -320,7 +245,6 @@ def summarise_violations(violations: Sequence[Violation], cap: int = 20) -> str:
 
 def check_schema(table: pa.Table, kind: str, where: str) -> list[Violation]:
     """pandera schema check; failures become violations naming row and column."""
-    from nabench.schemas.tables import pandera_schema
 
     frame = table.to_pandas(types_mapper=_nullable_types)
     return schema_violations(pandera_schema(kind), frame, where)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from nabench.build import BuildOptions, BuildResult
-from nabench.build_artifacts import build_artifacts
-from nabench.recipes import load_recipe
+from nabench.pipelines.artifacts import build_artifacts
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.sources import get_source
 
 

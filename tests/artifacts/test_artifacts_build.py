@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from nabench.build import BuildOptions, BuildResult, run_recipe
-from nabench.build_artifacts import build_artifacts
-from nabench.errors import NabenchError
-from nabench.recipes import load_recipe
+from nabench.core.errors import NabenchError
+from nabench.pipelines.artifacts import build_artifacts
+from nabench.pipelines.registry import load_recipe, run_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.validate import validate_path
 
 PROMPT_CONFIGS = (

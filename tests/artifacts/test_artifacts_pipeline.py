@@ -13,14 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from nabench.build import BuildOptions, BuildResult
-from nabench.build_artifacts import build_artifacts
-from nabench.errors import NabenchError
+from nabench.cli.artifacts import artifacts
+from nabench.core.errors import NabenchError
 from nabench.llm import ResponseCache
 from nabench.perturb.artifacts import extract_inferred_question
-from nabench.perturb.artifacts.cli import artifacts
-from nabench.perturb.artifacts.pipeline import infer_questions
-from nabench.recipes import load_recipe
+from nabench.pipelines.artifacts import build_artifacts
+from nabench.pipelines.question_inference import infer_questions
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.validate import validate_path
 
 QI_CONFIGS = ("qi_step2", "qi_random_question", "qi_step1_outputs")

@@ -10,6 +10,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nabench.core.rng import item_rng
 from nabench.perturb.artifacts import (
     PROMPT_TYPES,
     build_prompt_tables,
@@ -17,7 +18,6 @@ from nabench.perturb.artifacts import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.perturb.rng import item_rng
 from nabench.sources._base import item_table
 from nabench.validate.artifacts import check_artifacts
 

@@ -11,17 +11,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from nabench.build import BuildOptions
-from nabench.build_artifacts import build_artifacts
-from nabench.errors import NabenchError, RecipeError
+from nabench.core.errors import NabenchError, RecipeError
 from nabench.perturb.artifacts import (
     Items,
     build_prompt_tables,
     draw_without_replacement,
     plan_fewshot,
 )
-from nabench.recipes import load_recipe
-from nabench.schemas.recipe import parse_recipe
+from nabench.pipelines.artifacts import build_artifacts
+from nabench.pipelines.registry import load_recipe, parse_recipe
+from nabench.pipelines.skeleton import BuildOptions
 from nabench.sources import get_source
 from nabench.validate import validate_path
 

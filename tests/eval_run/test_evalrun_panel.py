@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from nabench.cli import main as nabench_main
-from nabench.evaluation.cli import eval_cmd, report_cmd
+from nabench.cli.evaluation import eval_cmd, report_cmd
 
 STRATEGY_NAMES = ("always-a", "majority", "longest", "oracle")
 CONFIGS = ("original", "na_keyed", "na_distractor")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import (
     artifact_request,
     cot_prompt,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.evaluation.categories import (
     MMLU_CATEGORIES,
     UnknownSubjectError,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats as sps
 
-from nabench.evaluation.reliability import (
+from nabench.stats.reliability import (
     cronbach_alpha,
     discrimination_groups,
     discrimination_index,

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from nabench.evaluation.stats import (
+from nabench.stats.inference import (
     accuracy_ci,
     anova_oneway,
     bootstrap_mean_ci,

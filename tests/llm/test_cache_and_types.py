@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.llm import (
     BACKENDS,
     ChatRequest,

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from nabench.cli import main
-from nabench.errors import NabenchError
-from nabench.llm.flags import parse_backend_options
+from nabench.cli.model_flags import parse_backend_options
+from nabench.core.errors import NabenchError
 from nabench.llm.options import backend_kwargs
 
 MODEL_COMMANDS = (

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from nabench.build import BuildOptions, BuildResult, build
-from nabench.recipes import load_recipe
+from nabench.pipelines.na import build
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
 
 
 @pytest.fixture(scope="session")

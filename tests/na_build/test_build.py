@@ -12,9 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from nabench.build import BuildOptions, BuildResult, build
 from nabench.cli import main
-from nabench.recipes import load_recipe
+from nabench.pipelines.na import build
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
 
 NA_CONFIGS = ("original", "na_keyed", "na_distractor", "all_of_the_above", "excluded")
 

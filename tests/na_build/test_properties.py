@@ -8,9 +8,9 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nabench.audit.eligibility import audit_items
 from nabench.perturb import AllOfTheAbove, ItemColumns, NADistractor, NAKeyed, Original
 from nabench.schemas.tables import ITEM_ARROW
-from nabench.validate.eligibility import audit_items
 from nabench.validate.invariants import check_perturbed
 
 WORDS = st.text(alphabet="abcdefghijklmopqrstuvwxyz0123456789 ", min_size=1, max_size=12).map(

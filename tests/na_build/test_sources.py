@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from nabench.errors import SourceError
+from nabench.core.errors import SourceError
 from nabench.sources import get_source
 from nabench.sources.gpqa import ANSWER_COLUMNS
 

@@ -11,10 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from nabench.build import BuildOptions, build
-from nabench.errors import ValidationFailed
+from nabench.core.errors import ValidationFailed
 from nabench.perturb.na_keyed import NAKeyed
-from nabench.recipes import load_recipe
+from nabench.pipelines.na import build
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions
 from nabench.stage.hub_layout import StagedTable, StagingArea
 
 
@@ -89,7 +90,7 @@ def test_failed_validation_keeps_previous_build(
 
 
 def test_atomic_file_replaces_only_on_success(tmp_path: Path) -> None:
-    from nabench.atomic import atomic_file
+    from nabench.core.atomic import atomic_file
 
     target = tmp_path / "sub" / "out.json"
     with atomic_file(target) as tmp:

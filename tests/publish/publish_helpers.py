@@ -7,8 +7,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from nabench.build import BuildOptions, BuildResult, build
-from nabench.recipes import load_recipe
+from nabench.pipelines.na import build
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
 
 LIMIT = 40
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from publish_helpers import build_mmlu
 
-from nabench.cards import finalize_card, parse_changelog, split_front_matter
+from nabench.stage.cards import finalize_card, parse_changelog, split_front_matter
 
 
 def _labels_file(tmp_path: Path, mmlu_dir: Path, n: int) -> Path:
@@ -92,7 +92,7 @@ def test_card_yaml_is_datasetcarddata_yaml(staged_v1: Path) -> None:
     """libyaml emits exactly the text `DatasetCardData.to_yaml()` would, unicode included."""
     from huggingface_hub import DatasetCardData
 
-    from nabench.cards import card_yaml
+    from nabench.stage.cards import card_yaml
 
     meta, _ = split_front_matter((staged_v1 / "README.md").read_text())
     assert meta["dataset_info"] and meta["configs"]
@@ -107,7 +107,7 @@ def test_card_yaml_is_datasetcarddata_yaml(staged_v1: Path) -> None:
 
 
 def test_card_cites_the_studies_of_its_variants_once(staged_v1: Path) -> None:
-    from nabench.cards._context import variant_citations
+    from nabench.stage.cards.context import variant_citations
 
     card = (staged_v1 / "README.md").read_text()
     assert card.count("@inproceedings{tam2025none,") == 1

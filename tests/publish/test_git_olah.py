@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from publish_helpers import build_mmlu, free_port, wait_for_port
 
-from nabench.cards import parse_changelog, split_front_matter
 from nabench.publish import PublishError
 from nabench.publish.git import publish_to_git
+from nabench.stage.cards import parse_changelog, split_front_matter
 
 REPO_ID = "org/mmlu-na"
 READ_BACK = textwrap.dedent(

@@ -15,9 +15,9 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.hf_api import CommitInfo, GitRefInfo, GitRefs
 
-from nabench.cards import parse_changelog, split_front_matter
 from nabench.publish import PublishError
 from nabench.publish.hub import push
+from nabench.stage.cards import parse_changelog, split_front_matter
 
 REPO_ID = "org/mmlu-na"
 HEAD = "a" * 40

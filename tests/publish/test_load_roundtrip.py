@@ -8,12 +8,12 @@ import pytest
 import yaml
 from publish_helpers import LIMIT
 
-from nabench.build import make_builders
+from nabench.audit.eligibility import audit_items
 from nabench.perturb import ItemColumns
-from nabench.recipes import load_recipe
+from nabench.pipelines.na import make_builders
+from nabench.pipelines.registry import load_recipe
 from nabench.schemas.tables import features_for
 from nabench.sources import get_source
-from nabench.validate.eligibility import audit_items
 
 
 @pytest.fixture(scope="module")

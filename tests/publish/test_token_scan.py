@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from test_hub_push import REPO_ID, hub_api
 
 from nabench.cli import main
-from nabench.publish.cli import publish
+from nabench.cli.publish import publish
 from nabench.publish.hub import push
 
 

@@ -9,7 +9,7 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.llm import ResponseCache
 from nabench.selfknow import load_taxonomy, selfknow_metrics
 from nabench.selfknow.classify import (

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from nabench.cli.selfknow import selfknow
 from nabench.selfknow import load_selfknow_table, selfknow_metrics
-from nabench.selfknow.cli import selfknow
 
 REPO = Path(__file__).resolve().parents[2]
 SCORE_KEYS = (
@@ -165,7 +165,7 @@ def test_out_not_writable(reference_files: list[Path], tmp_path: Path) -> None:
 def test_real_subprocess(reference_files: list[Path], tmp_path: Path) -> None:
     path = _gpt4o_vanilla(reference_files)
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    command = [sys.executable, "-m", "nabench.selfknow.cli", "metrics", str(path), "--json"]
+    command = [sys.executable, "-m", "nabench.cli", "selfknow", "metrics", str(path), "--json"]
     done = subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
@@ -174,7 +174,7 @@ def test_real_subprocess(reference_files: list[Path], tmp_path: Path) -> None:
     assert data["n"] == 800
     assert data["accuracy"] == selfknow_metrics(load_selfknow_table(path)).scores.accuracy
     failed = subprocess.run(
-        [*command[:4], str(tmp_path / "absent.csv")],
+        [*command[:5], str(tmp_path / "absent.csv")],
         cwd=tmp_path,
         env=env,
         capture_output=True,

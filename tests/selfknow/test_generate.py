@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 from sigkill import kill_after_rows
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.selfknow import load_taxonomy
 from nabench.selfknow.generate import (
     NEAR_DUPLICATE_THRESHOLD,

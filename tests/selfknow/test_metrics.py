@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.selfknow import SelfKnowledgeCounts, selfknow_metrics
 from nabench.selfknow.metrics import FEASIBLE_LABEL, NO_REASON_LABEL, UNATTRIBUTED
 

@@ -15,14 +15,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from nabench.build import BuildOptions, run_recipe
 from nabench.cli import main
-from nabench.errors import RecipeError
-from nabench.schemas.recipe import parse_recipe
+from nabench.core.errors import RecipeError
+from nabench.pipelines.registry import parse_recipe, run_recipe
+from nabench.pipelines.selfknow import default_cache_path, default_stats_path
+from nabench.pipelines.skeleton import BuildOptions
 from nabench.selfknow import load_taxonomy
 from nabench.selfknow.classify import CLASSIFICATIONS_ARROW
 from nabench.selfknow.generate import QUARANTINE_ARROW, QUARANTINE_REASONS, TASKS_ARROW
-from nabench.selfknow.pipeline import default_cache_path, default_stats_path
 from nabench.selfknow.recipe import SelfKnowRecipe
 
 TAXONOMY = load_taxonomy()
@@ -59,14 +59,14 @@ SMALL_RECIPE: dict[str, Any] = {
 
 
 def test_shipped_recipe_parses_and_dispatches() -> None:
-    from nabench.build import PIPELINES
-    from nabench.recipes import load_recipe
+    from nabench.pipelines.registry import KINDS, load_recipe
+    from nabench.pipelines.selfknow import build_selfknow
 
     recipe = load_recipe("selfknow")
     assert isinstance(recipe, SelfKnowRecipe)
     assert recipe.generator.temperature == 1.0 and recipe.classifier.temperature == 0.0
     assert set(recipe.generator.styles) == {"vanilla", "challenge"}
-    assert PIPELINES[recipe.kind] == "nabench.selfknow.pipeline:build_selfknow"
+    assert KINDS[recipe.kind].build is build_selfknow
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.selfknow import (
     LINE_OF_DUTY_COLUMNS,
     SelfKnowledgeCounts,

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 from nabench.selfknow import load_taxonomy, normalise_reason, reason_to_type
 from nabench.selfknow.taxonomy import Taxonomy
 

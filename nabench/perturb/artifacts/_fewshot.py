@@ -22,9 +22,9 @@ from typing import Literal
 
 import numpy as np
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
+from nabench.core.rng import item_rng
 from nabench.perturb.artifacts._layout import FewShotPlan, Items
-from nabench.perturb.rng import item_rng
 
 Protocol = Literal["same_subject", "random"]
 

@@ -19,7 +19,7 @@ The inferred question is the generated text before ``Answer:``, stripped (none w
 ``Answer:`` is absent or nothing precedes it). Step 2 (`qi_step2`) is the `full` prompt in
 which only the test example's question is replaced by the inferred one; the control
 `qi_random_question` inserts another test item's real question (a seeded derangement).
-Both are built by `nabench.perturb.artifacts.pipeline` after a model ran step 1.
+Both are built by `nabench.pipelines.question_inference` after a model ran step 1.
 """
 
 from __future__ import annotations

@@ -20,14 +20,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nabench.errors import NabenchError, ValidationFailed
+from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.rng import item_rng
 from nabench.llm import Backend, ChatRequest, ResponseCache, RunStats, run_cached
 from nabench.perturb.artifacts.question_inference import (
     extract_inferred_question,
     replace_test_question,
     seeded_derangement,
 )
-from nabench.perturb.rng import item_rng
+from nabench.pipelines.artifacts import readme_renderer, validate_artifact_staged
 from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
 from nabench.validate.invariants import summarise_violations
 
@@ -102,7 +103,6 @@ def infer_questions(
     `limit` keeps the first N `qi_step1` rows of each split. `out` defaults to `built`
     (replaced atomically; earlier question-inference configs are replaced).
     """
-    from nabench.build_artifacts import readme_renderer, validate_artifact_staged
 
     built = Path(built)
     manifest, tables = read_build(built)

@@ -10,16 +10,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nabench.atomic import atomic_file
-from nabench.build import BuildOptions, make_builders
-from nabench.errors import NabenchError
+from nabench.audit.eligibility import audit_items
+from nabench.core.atomic import atomic_file
+from nabench.core.errors import NabenchError
 from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
-from nabench.llm.flags import ModelFlags
-from nabench.recipes import load_recipe
+from nabench.llm.options import ModelFlags
+from nabench.pipelines.na import make_builders
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions
 from nabench.sources import get_source
-from nabench.validate.eligibility import audit_items
 
 
 def eligible_items(recipe: Any, options: BuildOptions) -> pa.Table:

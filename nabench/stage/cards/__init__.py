@@ -6,13 +6,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from nabench.cards._release import (
+from nabench.stage.cards._release import (
     finalize_card,
     finalize_parts,
     merge_metadata,
     parse_changelog,
 )
-from nabench.cards.front_matter import card_yaml, split_front_matter, with_front_matter
+from nabench.stage.cards.front_matter import card_yaml, split_front_matter, with_front_matter
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -11,12 +11,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from nabench.build import DATA_DEFECTS, BuildOptions, BuildResult
-from nabench.cards import mcqa_card_metadata, render_card
-from nabench.errors import NabenchError, ValidationFailed
+from nabench.audit.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
+from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, check_strict
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.sources import LoadedSplit, Source, get_source
+from nabench.stage.cards import mcqa_card_metadata, render_card
 from nabench.stage.hub_layout import (
     StagedTable,
     manifest_header,
@@ -25,7 +26,6 @@ from nabench.stage.hub_layout import (
     stage,
 )
 from nabench.validate.artifacts import check_artifacts
-from nabench.validate.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
 from nabench.validate.invariants import Violation, check_schema, summarise_violations
 
 # Eligibility reasons that make an item unusable for the artifact prompts. Items that already
@@ -111,7 +111,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
             "rows_used": items.num_rows,
         }
         audit = audit_for_artifacts(items)
-        _check_strict(audit.excluded, options.strict)
+        check_strict(audit.excluded, options.strict)
         excluded_tables.append(audit.excluded)
         test_items = Items.from_table(audit.eligible)
         plan = plan_fewshot(
@@ -177,17 +177,6 @@ def _load(
     return source.load(
         split, location=location, config=config, revision=recipe.source.revision, seed=seed
     )
-
-
-def _check_strict(excluded: pa.Table, strict: bool) -> None:
-    if not strict or excluded.num_rows == 0:
-        return
-    for item_id, reasons in zip(
-        excluded.column("id").to_pylist(), excluded.column("reasons").to_pylist(), strict=True
-    ):
-        bad = [r for r in reasons if r in DATA_DEFECTS]
-        if bad:
-            raise NabenchError(f"--strict: source row {item_id} is malformed ({', '.join(bad)})")
 
 
 def validate_artifact_staged(

@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from nabench.schemas.item import PerturbedItem
+
 # The rules `nabench.validate.invariants.check_perturbed` enforces on every perturbed config.
 INVARIANTS: tuple[tuple[str, str], ...] = (
     ("key_in_range", "the answer index points at an existing option"),
@@ -70,7 +72,6 @@ def variant_citations(kinds: Sequence[str]) -> list[dict[str, str]]:
 
 def field_rows() -> list[dict[str, str]]:
     """(field, type, description) of a perturbed row, from the pydantic contract."""
-    from nabench.schemas.item import PerturbedItem
 
     rows = []
     for name, info in PerturbedItem.model_fields.items():

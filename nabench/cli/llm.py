@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from ._convert import convert_gguf_to_hf
-from ._server import llama_server_command
+from nabench.llm import convert_gguf_to_hf, llama_server_command
 
 
 @click.group(name="llm")
@@ -51,7 +50,3 @@ def convert_hf(out_dir: Path, gguf: Path | None, force: bool) -> None:
     """Convert a GGUF checkpoint to a dense Hugging Face folder (for vLLM)."""
     out = convert_gguf_to_hf(out_dir, gguf, force=force)
     click.echo(str(out))
-
-
-if __name__ == "__main__":  # python -m nabench.llm.cli ...
-    llm()

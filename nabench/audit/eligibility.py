@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nabench.core.arrow import ListColumn, as_bool_mask
 from nabench.schemas.tables import EXCLUDED_ARROW
-from nabench.validate.invariants import _bool, _Lists
 
 # Order matters: the first reason that applies is the primary `reason`.
 REASONS = (
@@ -73,13 +73,13 @@ def audit_items(
     holds one of them is quarantined as has_none_option / has_all_option.
     """
     choices = items.column("choices").combine_chunks()
-    lists = _Lists(choices)  # its flat values line up with `flat` (null lists hold none)
+    lists = ListColumn(choices)  # its flat values line up with `flat` (null lists hold none)
     lengths = pc.list_value_length(choices).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(choices)
     stripped = pc.utf8_trim_whitespace(flat)
 
     def any_per_row(mask: pa.Array) -> np.ndarray:
-        return lists.per_row_any(_bool(mask))
+        return lists.per_row_any(as_bool_mask(mask))
 
     normalised = _normalise(flat)
 

@@ -9,13 +9,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from nabench.atomic import atomic_file
-from nabench.cli_group import NabenchGroup
-from nabench.errors import NabenchError
-from nabench.llm.flags import ModelFlags, model_options, run_options
+from nabench.cli.group import NabenchGroup
+from nabench.cli.model_flags import ModelFlags, model_options, run_options
+from nabench.core.atomic import atomic_file
+from nabench.core.errors import NabenchError
+from nabench.llm import ResponseCache, write_stats
+from nabench.selfknow.classify import ClassificationSettings, classify_tasks
+from nabench.selfknow.generate import GenerationSettings, generate_tasks
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
 from nabench.selfknow.report import format_metrics_text, metrics_to_dict, write_report
 from nabench.selfknow.table import CANONICAL_COLUMNS, load_selfknow_table, parse_column_mapping
+from nabench.stage.hub_layout import write_parquet
 
 if TYPE_CHECKING:
     from nabench.llm import Backend, ResponseCache
@@ -83,7 +87,7 @@ T = TypeVar("T")
 
 
 def _model_options(func: F) -> F:
-    """The shared model and run flags (nabench.llm.flags) plus --seed."""
+    """The shared model and run flags (nabench.cli.model_flags) plus --seed."""
     func = run_options(max_tokens=256, chunk_size=8)(func)
     func = click.option("--seed", type=int, default=0, show_default=True)(func)
     return model_options(
@@ -93,7 +97,6 @@ def _model_options(func: F) -> F:
 
 def _with_model(flags: ModelFlags, out: Path, run: Callable[[Backend, ResponseCache], T]) -> T:
     """Open the response cache (default: beside --out) and the backend, run, close both."""
-    from nabench.llm import ResponseCache
 
     with (
         ResponseCache(flags.cache_path(out.parent / "selfknow.cache.sqlite")) as store,
@@ -104,7 +107,6 @@ def _with_model(flags: ModelFlags, out: Path, run: Callable[[Backend, ResponseCa
 
 def _write_table(table: Any, path: Path) -> None:
     """Parquet with the Hub features metadata, written atomically."""
-    from nabench.stage.hub_layout import write_parquet
 
     with atomic_file(path) as tmp:
         write_parquet(table, tmp)
@@ -163,8 +165,6 @@ def generate_command(
     out: Path,
 ) -> None:
     """Generate a balanced set of feasible/infeasible tasks; quarantine malformed ones."""
-    from nabench.llm import write_stats
-    from nabench.selfknow.generate import GenerationSettings, generate_tasks
 
     settings = GenerationSettings(
         n_per_class=n_per_class,
@@ -242,9 +242,6 @@ def classify_command(
     """
     import pandas as pd
 
-    from nabench.llm import write_stats
-    from nabench.selfknow.classify import ClassificationSettings, classify_tasks
-
     try:
         frame = pd.read_parquet(tasks)
     except (OSError, ValueError) as exc:
@@ -277,7 +274,3 @@ def classify_command(
         f"not in taxonomy: {sum(summary.unknown_reasons.values())}"
     )
     click.echo(f"wrote {out}, {stats_path}")
-
-
-if __name__ == "__main__":
-    selfknow(prog_name="nabench selfknow")

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from nabench.errors import NabenchError
+from nabench.core.errors import NabenchError
 
 
 class NabenchGroup(click.Group):

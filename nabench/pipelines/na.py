@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from nabench import __version__
-from nabench.cards import mcqa_card_metadata, render_body
-from nabench.errors import NabenchError, ValidationFailed
+from nabench.audit.eligibility import audit_items, exclusion_counts, split_by_flags
+from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.version import __version__
+from nabench.label import FileLabels, llm_label_source
+from nabench.label.files import apply_labels
 from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, check_strict
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
+from nabench.stage.cards import context as cc
+from nabench.stage.cards import finalize_parts, mcqa_card_metadata, render_body
 from nabench.stage.hub_layout import (
     StagedTable,
     StagingArea,
@@ -27,7 +29,6 @@ from nabench.stage.hub_layout import (
     row_counts,
     source_section,
 )
-from nabench.validate.eligibility import audit_items, exclusion_counts, split_by_flags
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     Violation,
@@ -36,65 +37,6 @@ from nabench.validate.invariants import (
     letter_distribution,
     summarise_violations,
 )
-
-# Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
-DATA_DEFECTS = ("empty_choice", "duplicate_choices")
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    source: str | None = None
-    out: Path | None = None
-    splits: Sequence[str] | None = None
-    limit: int | None = None
-    seed: int | None = None
-    labels: str | None = None  # "none", a path, or None for the recipe's setting
-    cache: Path | None = None  # LLM response cache (labeling); default ~/.cache/nabench
-    strict: bool = False
-    progress: bool = True
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    out: Path
-    counts: dict[str, dict[str, int]]
-    exclusions: dict[str, Any]
-    letter_shares: dict[str, dict[str, float]]
-    warnings: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
-
-
-# Recipe kind -> "module:function(recipe, options) -> BuildResult".
-PIPELINES: dict[str, str] = {
-    "na": "nabench.build:build",
-    "artifacts": "nabench.build_artifacts:build_artifacts",
-    "selfknow": "nabench.selfknow.pipeline:build_selfknow",
-}
-
-
-def run_recipe(recipe: Any, options: BuildOptions) -> BuildResult:
-    """Build any recipe with the pipeline registered for its kind."""
-    import importlib
-
-    module, name = PIPELINES[recipe.kind].split(":")
-    pipeline = getattr(importlib.import_module(module), name)
-    result: BuildResult = pipeline(recipe, options)
-    return result
-
-
-class PhaseClock:
-    """Wall time per pipeline phase (reported by `bench/`, never written to the manifest)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, phase: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
@@ -160,7 +102,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             bar.update()
             with clock("audit"):
                 audit = audit_items(items, na_texts, all_texts)
-            _check_strict(audit.excluded, options.strict)
+            check_strict(audit.excluded, options.strict)
             with clock("label"):
                 eligible, label_cols, label_excluded, published = _label(
                     audit.eligible, label_source
@@ -230,20 +172,8 @@ def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, see
     )
 
 
-def _check_strict(excluded: pa.Table, strict: bool) -> None:
-    if not strict or excluded.num_rows == 0:
-        return
-    reasons = excluded.column("reasons").to_pylist()
-    ids = excluded.column("id").to_pylist()
-    for item_id, rs in zip(ids, reasons, strict=True):
-        bad = [r for r in rs if r in DATA_DEFECTS]
-        if bad:
-            raise NabenchError(f"--strict: source row {item_id} is malformed ({', '.join(bad)})")
-
-
 def _label_source(recipe: Recipe, options: BuildOptions) -> Any:
     """Where labels come from: --labels overrides the recipe's `labels` section."""
-    from nabench.label import FileLabels, llm_label_source
 
     choice = options.labels
     if choice is None:
@@ -260,7 +190,6 @@ def _label(
     eligible: pa.Table, source: Any
 ) -> tuple[pa.Table, LabelColumns | None, pa.Table, pa.Table | None]:
     """(kept items, their label columns, label quarantine, labels table to publish)."""
-    from nabench.label.files import apply_labels
 
     if source is None:
         return eligible, None, split_by_flags(eligible.slice(0, 0), {}).excluded, None
@@ -300,8 +229,6 @@ def _readme_renderer(
     The previous build in `out` (if any) is read now, before `stage` replaces it: its card's
     metadata is merged (not overwritten) and its changelog carried over.
     """
-    from nabench.cards import _context as cc
-    from nabench.cards import finalize_parts
 
     def _read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8") if path.is_file() else None

@@ -7,9 +7,21 @@ from pathlib import Path
 
 import click
 
-from nabench import __version__
-from nabench.cli_group import NabenchGroup
-from nabench.llm.flags import ModelFlags, model_options, run_options
+from nabench.cli.artifacts import artifacts
+from nabench.cli.evaluation import eval_cmd, report_cmd
+from nabench.cli.group import NabenchGroup
+from nabench.cli.llm import llm
+from nabench.cli.model_flags import ModelFlags, model_options, run_options
+from nabench.cli.publish import publish, publish_build
+from nabench.cli.selfknow import selfknow
+from nabench.core.version import __version__
+from nabench.label.agree import agreement
+from nabench.pipelines.label import run_label_command
+from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
+from nabench.pipelines.skeleton import BuildOptions
+from nabench.schemas.export import json_schemas, write_json_schemas
+from nabench.validate import validate_path
+from nabench.validate.contributions import parse_sources
 
 
 @click.group(cls=NabenchGroup)
@@ -25,7 +37,6 @@ def main(ctx: click.Context, debug: bool) -> None:
 @main.command("list")
 def list_cmd() -> None:
     """List the shipped recipes, one line each."""
-    from nabench.recipes import recipe_summary, shipped_recipes
 
     for path in shipped_recipes().values():
         click.echo(recipe_summary(path))
@@ -68,8 +79,6 @@ def build(
 
     With --push the finished build is published as the recipe's version (`nabench publish`).
     """
-    from nabench.build import BuildOptions, run_recipe
-    from nabench.recipes import load_recipe
 
     spec = load_recipe(recipe)
     result = run_recipe(
@@ -95,8 +104,6 @@ def build(
         click.echo(f"warning: {warning}", err=True)
     click.echo(f"wrote {result.out}")
     if push:
-        from nabench.publish.cli import publish_build
-
         publish_build(
             result.out,
             repo_id or spec.publish.repo_id,
@@ -124,8 +131,6 @@ def build(
 def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Path | None) -> None:
     """Check a built folder, a parquet/JSONL file or a contributions/ folder; exit 1 on any
     violation."""
-    from nabench.validate import validate_path
-    from nabench.validate.contributions import parse_sources
 
     report = validate_path(path, sources=parse_sources(sources) or None, release=release)
     for line in report.notes:
@@ -166,7 +171,6 @@ def label(
     quiet: bool,
 ) -> None:
     """Label a recipe's eligible items for NA-applicability with an LLM (cached, resumable)."""
-    from nabench.label.run import run_label_command
 
     summary = run_label_command(
         recipe,
@@ -197,8 +201,6 @@ def agree(labels: Path, human: Path, as_json: bool, seed: int) -> None:
     """Agreement of LLM labels with human labels: n, raw agreement, Cohen's kappa (95% CI)."""
     import json
 
-    from nabench.label.agree import agreement
-
     result = agreement(labels, human, seed=seed)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
@@ -226,8 +228,6 @@ def schema_export(out: Path | None) -> None:
     """Export the JSON Schema of every row model (stdout, or files with --out)."""
     import json
 
-    from nabench.schemas.export import json_schemas, write_json_schemas
-
     if out is None:
         click.echo(json.dumps(json_schemas(), indent=2))
     else:
@@ -237,17 +237,9 @@ def schema_export(out: Path | None) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live beside their library code."""
-    from nabench.evaluation.cli import eval_cmd, report_cmd
-    from nabench.llm.cli import llm
-    from nabench.perturb.artifacts.cli import artifacts
-    from nabench.publish.cli import publish
-    from nabench.selfknow.cli import selfknow
 
     for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd):
         main.add_command(group)
 
 
 _register_subcommands()
-
-if __name__ == "__main__":
-    main()

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 import yaml
 
-from nabench.errors import NabenchError
-
-if TYPE_CHECKING:
-    from nabench.llm._types import Backend
+from nabench.core.errors import NabenchError
+from nabench.llm.options import ModelFlags
 
 BACKENDS = ("local", "openai", "vllm")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,30 +41,6 @@ def parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise NabenchError(f"bad --option {item!r}: {exc}") from exc
     return options
-
-
-@dataclass(frozen=True)
-class ModelFlags:
-    """What the model flags of one invocation say."""
-
-    backend: str
-    model: str | None
-    base_url: str | None
-    concurrency: int
-    options: dict[str, Any]
-    cache: Path | None
-
-    def open_backend(self) -> Backend:
-        """The backend these flags describe (close it, or use it in a `with`)."""
-        from nabench.llm.options import make_backend
-
-        return make_backend(self.backend, self.model, self.base_url, self.concurrency, self.options)
-
-    def cache_path(self, default: Path | None = None) -> Path:
-        """--cache, else `default`, else $NABENCH_CACHE or ~/.cache/nabench/responses.sqlite."""
-        from nabench.llm.options import default_cache_path
-
-        return self.cache or default or default_cache_path()
 
 
 def model_options(

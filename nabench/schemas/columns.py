@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nabench.core.arrow import list_parts
 from nabench.schemas.tables import PERTURBED_ARROW
 
 
@@ -38,15 +39,6 @@ class LabelColumns:
             pa.array(labeler, pa.string()),
             pa.array(guideline_version, pa.string()),
         )
-
-
-def list_parts(choices: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """(offsets starting at 0, flat values) of a list<string> column."""
-    arr = choices.combine_chunks() if isinstance(choices, pa.ChunkedArray) else choices
-    offsets = arr.offsets.to_numpy().astype(np.int64)
-    base = int(offsets[0]) if len(offsets) else 0
-    flat = arr.values.slice(base, int(offsets[-1]) - base) if len(offsets) else arr.values
-    return offsets - base, flat
 
 
 def _list_array(offsets: np.ndarray, flat: pa.Array) -> pa.ListArray:

@@ -6,7 +6,16 @@ from pathlib import Path
 
 import click
 
-from nabench.publish.plan import PublishPlan, RemoteState, make_plan, parse_target
+from nabench.publish.git import plan_for_git, publish_to_git
+from nabench.publish.hub import push
+from nabench.publish.plan import (
+    PublishError,
+    PublishPlan,
+    RemoteState,
+    make_plan,
+    parse_target,
+    read_manifest,
+)
 
 
 def publish_build(
@@ -26,8 +35,6 @@ def publish_build(
     repo_id = repo_id or _recipe_repo_id(out_dir)
     kind, target = parse_target(to) if to else ("hub", "")
     if kind == "git":
-        from nabench.publish.git import plan_for_git, publish_to_git
-
         if dry_run:
             plan = plan_for_git(out_dir, Path(target), repo_id, version=version)
             click.echo(plan.render())
@@ -40,7 +47,6 @@ def publish_build(
         plan = make_plan(out_dir, repo_id, version=version, remote=RemoteState(known=False))
         click.echo(plan.render())
         return plan
-    from nabench.publish.hub import push
 
     pushed = push(out_dir, repo_id, version=version, private=private)
     click.echo(pushed.plan.render())
@@ -49,7 +55,6 @@ def publish_build(
 
 
 def _recipe_repo_id(out_dir: Path) -> str:
-    from nabench.publish.plan import PublishError, read_manifest
 
     manifest = read_manifest(out_dir)
     repo_id = ((manifest.get("recipe") or {}).get("publish") or {}).get("repo_id")

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
+from nabench.cli.model_flags import BACKENDS, ModelFlags, model_options, run_options
 from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS
-from nabench.llm.flags import BACKENDS, ModelFlags, model_options, run_options
+from nabench.evaluation.report import write_report
+from nabench.evaluation.runner import EvalOptions, run_eval
 
 __all__ = ["eval_cmd", "report_cmd"]
 
@@ -69,7 +71,6 @@ def eval_cmd(
     quiet: bool,
 ) -> None:
     """Evaluate DATASET (built folder or Hub id) with a model or a reference strategy."""
-    from nabench.evaluation.runner import EvalOptions, run_eval
 
     results = run_eval(
         EvalOptions(
@@ -120,7 +121,6 @@ def report_cmd(
     results: tuple[Path, ...], out: Path, panel_min_coverage: float, no_plots: bool
 ) -> None:
     """Report over eval RESULTS folders: accuracy tables, panel reliability, plots."""
-    from nabench.evaluation.report import write_report
 
     report = write_report(results, out, min_coverage=panel_min_coverage, plots=not no_plots)
     click.echo(

@@ -25,10 +25,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from nabench import __version__
-from nabench.build import BuildOptions, BuildResult, PhaseClock
-from nabench.cards import render_card, size_category
+from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, get_backend, write_stats
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock
 from nabench.selfknow.classify import ClassificationResult, ClassificationSettings, classify_tasks
 from nabench.selfknow.generate import GenerationResult, GenerationSettings, generate_tasks
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, selfknow_metrics
@@ -36,6 +35,7 @@ from nabench.selfknow.prompts import PromptSet, load_prompts
 from nabench.selfknow.recipe import ModelSpec, SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
+from nabench.stage.cards import render_card, size_category
 from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts, stage
 
 SPLIT = "test"
@@ -233,7 +233,7 @@ def run_selfknow(
 
 
 def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult:
-    """The ``selfknow`` pipeline of :data:`nabench.build.PIPELINES`.
+    """The ``selfknow`` pipeline of :data:`nabench.pipelines.na.PIPELINES`.
 
     ``options.limit`` caps ``n_per_class``, ``options.seed`` overrides the recipe seed,
     ``options.cache`` (``nabench build --cache``) chooses the response cache, by default

@@ -1,7 +1,7 @@
 """`nabench artifacts ...`: commands of the MCQA artifact suite.
 
-Register with ``main.add_command(artifacts)`` (``from nabench.perturb.artifacts.cli import
-artifacts``) in `nabench/cli.py`; also runnable as ``python -m nabench.perturb.artifacts.cli``.
+Register with ``main.add_command(artifacts)`` (``from nabench.cli.artifacts import
+artifacts``) in `nabench/cli.py`; also runnable as ``python -m nabench.cli.artifacts``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from pathlib import Path
 
 import click
 
-from nabench.cli_group import NabenchGroup
-from nabench.llm.flags import ModelFlags, model_options, run_options
+from nabench.cli.group import NabenchGroup
+from nabench.cli.model_flags import ModelFlags, model_options, run_options
+from nabench.llm import ResponseCache
+from nabench.pipelines.question_inference import infer_questions
 
 
 @click.group(name="artifacts", cls=NabenchGroup)
@@ -39,8 +41,6 @@ def infer_questions_cmd(
 ) -> None:
     """Run question-inference step 1 on BUILT_DIR, then add `qi_step2`, `qi_random_question`
     and `qi_step1_outputs` to the build (re-staged atomically)."""
-    from nabench.llm import ResponseCache
-    from nabench.perturb.artifacts.pipeline import infer_questions
 
     with (
         model_flags.open_backend() as llm,
@@ -64,7 +64,3 @@ def infer_questions_cmd(
         f"one, {result.errors} model error(s); {stats.calls} call(s), {stats.cache_hits} cached"
     )
     click.echo(f"wrote {result.out}")
-
-
-if __name__ == "__main__":  # python -m nabench.perturb.artifacts.cli ...
-    artifacts()

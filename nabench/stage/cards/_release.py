@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nabench.cards.front_matter import split_front_matter, with_front_matter
+from nabench.stage.cards.front_matter import split_front_matter, with_front_matter
 
 LOADING = ("<!-- nabench:loading:start -->", "<!-- nabench:loading:end -->")
 CHANGELOG = ("<!-- nabench:changelog:start -->", "<!-- nabench:changelog:end -->")

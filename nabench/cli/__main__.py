@@ -1,0 +1,5 @@
+"""`python -m nabench.cli ...`, the same as the `nabench` command."""
+
+from nabench.cli.main import main
+
+main()

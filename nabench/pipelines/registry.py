@@ -1,0 +1,103 @@
+"""Recipe kinds (kind -> recipe model + pipeline) and the shipped recipes, by name or path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from nabench.core.errors import RecipeError
+from nabench.pipelines.artifacts import build_artifacts
+from nabench.pipelines.na import build as build_na
+from nabench.pipelines.selfknow import build_selfknow
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.schemas.artifacts_recipe import ArtifactsRecipe
+from nabench.schemas.recipe import Recipe, format_validation_error
+from nabench.selfknow.recipe import SelfKnowRecipe
+
+RECIPE_DIR = Path(__file__).parents[1] / "recipes"
+
+
+def shipped_recipes() -> dict[str, Path]:
+    """Name -> path of every recipe shipped with nabench."""
+    return {p.stem: p for p in sorted(RECIPE_DIR.glob("*.yaml"))}
+
+
+def recipe_summary(path: Path) -> str:
+    """One line for `nabench list`: name, version, kind and description."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return (
+        f"{data.get('name', path.stem):<22} v{data.get('version', '?'):<8} "
+        f"{data.get('kind', 'na'):<10} {data.get('description', '').strip()}"
+    )
+
+
+def resolve_recipe_path(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix in {".yaml", ".yml"} or path.exists():
+        if not path.is_file():
+            raise RecipeError(f"recipe file {name_or_path!r} does not exist")
+        return path
+    shipped = shipped_recipes()
+    if name_or_path not in shipped:
+        raise RecipeError(
+            f"unknown recipe {name_or_path!r} (shipped: {', '.join(shipped)}; or pass a YAML path)"
+        )
+    return shipped[name_or_path]
+
+
+def load_recipe(name_or_path: str) -> Any:
+    """A shipped recipe by name, or a user's YAML file by path (model chosen by its `kind`)."""
+    return read_recipe_file(resolve_recipe_path(name_or_path))
+
+
+@dataclass(frozen=True)
+class RecipeKind:
+    """One recipe kind: the pydantic model its YAML is validated with, and its pipeline."""
+
+    model: type[BaseModel]
+    build: Callable[[Any, BuildOptions], BuildResult]
+
+
+# The one registry of recipe kinds; the recipe models' `kind` Literals must match its keys.
+KINDS: dict[str, RecipeKind] = {
+    "na": RecipeKind(Recipe, build_na),
+    "artifacts": RecipeKind(ArtifactsRecipe, build_artifacts),
+    "selfknow": RecipeKind(SelfKnowRecipe, build_selfknow),
+}
+
+
+def recipe_model(kind: str) -> type[BaseModel]:
+    if kind not in KINDS:
+        raise RecipeError(f"unknown recipe kind {kind!r} (known: {', '.join(KINDS)})")
+    return KINDS[kind].model
+
+
+def run_recipe(recipe: Any, options: BuildOptions) -> BuildResult:
+    """Build any recipe with the pipeline registered for its kind."""
+    return KINDS[recipe.kind].build(recipe, options)
+
+
+def parse_recipe(data: Any, origin: str) -> Any:
+    """Validate a recipe mapping with the model of its `kind` (default `na`)."""
+    if not isinstance(data, dict):
+        raise RecipeError(f"{origin}: a recipe must be a YAML mapping")
+    model = recipe_model(str(data.get("kind", "na")))
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise RecipeError(format_validation_error(exc, origin)) from None
+
+
+def read_recipe_file(path: Path) -> Any:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"{path}: not valid YAML: {exc}") from None
+    except OSError as exc:
+        raise RecipeError(f"{path}: cannot read recipe: {exc.strerror}") from None
+    return parse_recipe(data, str(path))

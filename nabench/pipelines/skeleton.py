@@ -1,0 +1,67 @@
+"""The pipeline skeleton every recipe kind shares: build options, result, phase clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from nabench.core.errors import NabenchError
+
+# Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
+DATA_DEFECTS = ("empty_choice", "duplicate_choices")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    source: str | None = None
+    out: Path | None = None
+    splits: Sequence[str] | None = None
+    limit: int | None = None
+    seed: int | None = None
+    labels: str | None = None  # "none", a path, or None for the recipe's setting
+    cache: Path | None = None  # LLM response cache (labeling); default ~/.cache/nabench
+    strict: bool = False
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out: Path
+    counts: dict[str, dict[str, int]]
+    exclusions: dict[str, Any]
+    letter_shares: dict[str, dict[str, float]]
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
+
+
+class PhaseClock:
+    """Wall time per pipeline phase (reported by `bench/`, never written to the manifest)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
+
+
+def check_strict(excluded: pa.Table, strict: bool) -> None:
+    """With --strict, a malformed source row (a data defect) is an error, not a quarantine."""
+    if not strict or excluded.num_rows == 0:
+        return
+    reasons = excluded.column("reasons").to_pylist()
+    ids = excluded.column("id").to_pylist()
+    for item_id, rs in zip(ids, reasons, strict=True):
+        bad = [r for r in rs if r in DATA_DEFECTS]
+        if bad:
+            raise NabenchError(f"--strict: source row {item_id} is malformed ({', '.join(bad)})")

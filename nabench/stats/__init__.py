@@ -1,0 +1,1 @@
+"""Statistics shared by labeling and evaluation: intervals, paired tests, κ, reliability."""
