@@ -19,6 +19,7 @@ import click
 import yaml
 
 from nabench.core.errors import NabenchError
+from nabench.llm import ENGINES
 from nabench.llm.options import ModelFlags
 
 BACKENDS = ("local", "openai", "vllm")
@@ -79,6 +80,19 @@ def model_options(
             "tensor_parallel_size=2). Repeatable.",
         ),
         click.option("--cache", type=click.Path(path_type=Path, dir_okay=False), help=cache_help),
+        click.option(
+            "--engine",
+            type=click.Choice(sorted(ENGINES)),
+            default="local",
+            show_default=True,
+            help="How requests are dispatched: local (in-process) or ray (Ray Data LLM; "
+            "settings as --option ray.KEY=VALUE, e.g. ray.endpoints=[URL,URL], ray.qps=4).",
+        ),
+        click.option(
+            "--ray-address",
+            default=None,
+            help="Ray cluster address for --engine ray (default: start a local cluster).",
+        ),
     ]
 
     def decorate(func: F) -> F:
@@ -91,10 +105,16 @@ def model_options(
             concurrency: int,
             backend_options: tuple[str, ...],
             cache: Path | None,
+            engine: str,
+            ray_address: str | None,
             **kwargs: Any,
         ) -> Any:
             parsed = parse_backend_options(backend_options)
-            model_flags = ModelFlags(backend, model, base_url, concurrency, parsed, cache)
+            if ray_address is not None:
+                if engine != "ray":
+                    raise NabenchError("--ray-address applies to --engine ray only")
+                parsed["ray.address"] = ray_address
+            model_flags = ModelFlags(backend, model, base_url, concurrency, parsed, cache, engine)
             return func(*args, model_flags=model_flags, **kwargs)
 
         return _stack(flags)(command)  # type: ignore[return-value]

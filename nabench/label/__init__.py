@@ -19,7 +19,7 @@ from nabench.label.files import read_labels
 from nabench.label.guideline import Guideline, load_guideline
 from nabench.label.labeler import LabelRun, label_items
 from nabench.label.records import LABEL_ARROW, LabelRecord
-from nabench.llm import ResponseCache
+from nabench.llm import ResponseCache, make_engine
 from nabench.llm.options import default_cache_path, make_backend
 
 
@@ -92,6 +92,8 @@ def llm_label_source(spec: Any, cache_path: Path | None, progress: bool) -> LLML
     """The recipe's LLM labeler (`labels.llm`: backend, model, base_url, guideline, options)."""
 
     backend = make_backend(spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options)
+    if spec.engine != "local" or spec.ray:
+        backend.engine = make_engine(spec.engine, spec.ray)
     cache = ResponseCache(cache_path or default_cache_path())
     return LLMLabels(backend, cache, load_guideline(spec.guideline), progress)
 

@@ -85,6 +85,7 @@ def label_items(
         "prompts_per_s": round(table.num_rows / elapsed, 3) if elapsed > 0 else None,
         "model": backend.model_id,
         "backend": backend.name,
+        "engine": backend.engine.describe() if backend.engine else {"engine": "local"},
         "guideline_version": guideline.version,
     }
     return LabelRun(table, summary)

@@ -5,13 +5,15 @@ Backends (`get_backend(name, **options)`): `local` (llama-cpp-python in-process)
 are imported only when a backend is created.
 """
 
-from . import _local, _openai, _vllm  # noqa: F401  (register the backends)
+from . import _local, _openai, _ray, _vllm  # noqa: F401  (register backends and engines)
 from ._cache import ResponseCache, cache_key
 from ._convert import convert_gguf_to_hf
+from ._engine import ENGINES, Engine, LocalEngine, make_engine, register_engine
 from ._json import JsonBatch, JsonResult, complete_json, complete_json_batches, parse_json
 from ._local import LocalBackend
 from ._models import SMOLLM2_ID, default_hf_dir, model_id_from_path, smollm2_gguf_path
 from ._openai import OpenAIBackend
+from ._ray import RayEngine, RaySettings, chat_payload
 from ._registry import BACKENDS, get_backend, register_backend
 from ._run import run_cached, write_json_atomic, write_stats
 from ._server import free_port, llama_server_command, local_server, vllm_server
@@ -28,20 +30,26 @@ from ._vllm import VLLMBackend, vllm_cpu_env
 
 __all__ = [
     "BACKENDS",
+    "ENGINES",
     "SMOLLM2_ID",
     "Backend",
     "ChatRequest",
     "Completion",
+    "Engine",
     "JsonBatch",
     "JsonResult",
     "LocalBackend",
+    "LocalEngine",
     "OpenAIBackend",
+    "RayEngine",
+    "RaySettings",
     "ResponseCache",
     "RunStats",
     "TokenLogprob",
     "VLLMBackend",
     "cache_key",
     "canonical_json",
+    "chat_payload",
     "complete_json",
     "complete_json_batches",
     "convert_gguf_to_hf",
@@ -50,9 +58,11 @@ __all__ = [
     "get_backend",
     "llama_server_command",
     "local_server",
+    "make_engine",
     "model_id_from_path",
     "parse_json",
     "register_backend",
+    "register_engine",
     "run_cached",
     "schema_json",
     "smollm2_gguf_path",

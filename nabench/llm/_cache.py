@@ -119,6 +119,21 @@ class ResponseCache:
             )
         return len(good)
 
+    def put_records(self, rows: Sequence[tuple[str, str, str, str, str | None, str | None]]) -> int:
+        """Store already-serialised rows (key, model_id, request_json, text, finish_reason,
+        logprobs_json), e.g. the result shards of a Ray run, in one transaction."""
+        if not rows:
+            return 0
+        with self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO responses "
+                "(key, model_id, request_json, text, finish_reason, logprobs_json, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*row, time.time()) for row in rows],
+            )
+        return len(rows)
+
     def __len__(self) -> int:
         return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 

@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from nabench.core.atomic import atomic_file
 
 from ._cache import ResponseCache
+from ._engine import Engine, LocalEngine
 from ._types import Backend, ChatRequest, Completion, RunStats
 
 DEFAULT_CHUNK_SIZE = 32
@@ -27,19 +28,22 @@ def run_cached(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: bool = True,
     sort_by_prefix: bool = True,
+    engine: Engine | None = None,
 ) -> tuple[list[Completion], RunStats]:
     """Complete `requests`, reading and filling `cache`; results in input order.
 
-    Only cache misses reach the backend, in chunks of `chunk_size`; each chunk's
-    successful results are committed before the next chunk starts, so a killed run
-    resumes where it stopped. Identical requests are sent once. With `sort_by_prefix`
-    misses are ordered so that prompts sharing a prefix run back to back (llama.cpp and
-    vLLM reuse the KV cache of the shared prefix).
+    Only cache misses reach the backend, through `engine` (default: the backend's own
+    `engine`, else in-process chunks of `chunk_size`); each finished batch is committed
+    before the next, so a killed run resumes where it stopped. Identical requests are sent
+    once. With `sort_by_prefix` misses are ordered so that prompts sharing a prefix run back
+    to back (llama.cpp and vLLM reuse the KV cache of the shared prefix).
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be >= 1")
+    engine = engine or backend.engine or LocalEngine()
     t0 = time.perf_counter()
     retries0 = backend.counters.retries
+    engine.recover(cache)  # results of a killed run, merged before misses are counted
     keys = [cache.key(backend.model_id, r, namespace) for r in requests]
     hits = cache.get_many(keys)
     results: list[Completion | None] = [hits.get(k) for k in keys]
@@ -52,8 +56,9 @@ def run_cached(
     miss_keys = list(pending)
     if sort_by_prefix:
         miss_keys.sort(key=lambda k: requests[pending[k][0]].prefix_key())
+    work = [(k, requests[pending[k][0]]) for k in miss_keys]
 
-    calls = errors = 0
+    errors = 0
     bar = tqdm(
         total=len(miss_keys),
         disable=not progress or not miss_keys,
@@ -61,38 +66,30 @@ def run_cached(
         unit="req",
     )
     try:
-        for start in range(0, len(miss_keys), chunk_size):
-            chunk = miss_keys[start : start + chunk_size]
-            reqs = [requests[pending[k][0]] for k in chunk]
-            comps = backend.complete(reqs)
-            if len(comps) != len(reqs):
-                raise RuntimeError(
-                    f"{backend!r} returned {len(comps)} completions for {len(reqs)} requests"
-                )
-            calls += len(reqs)
-            cache.put_many(
-                [(k, backend.model_id, r, c) for k, r, c in zip(chunk, reqs, comps, strict=True)]
-            )
-            for k, c in zip(chunk, comps, strict=True):
+        for finished in engine.dispatch(backend, work, chunk_size):
+            cache.put_many([(k, backend.model_id, requests[pending[k][0]], c) for k, c in finished])
+            for k, c in finished:
                 errors += c.error is not None
                 for i in pending[k]:
                     results[i] = c
-            bar.update(len(chunk))
+            bar.update(len(finished))
     finally:
         bar.close()
 
     elapsed = time.perf_counter() - t0
     stats = RunStats(
         total=len(requests),
-        calls=calls,
+        calls=len(work),
         cache_hits=sum(1 for k in keys if k in hits),
         errors=errors,
         retries=backend.counters.retries - retries0,
         elapsed_s=elapsed,
         prompts_per_s=len(requests) / elapsed if elapsed > 0 else 0.0,
+        extra=engine.describe() if engine.name != "local" else {},
     )
     out = [r for r in results if r is not None]
-    assert len(out) == len(requests)
+    if len(out) != len(requests):
+        raise RuntimeError(f"{engine.name} engine left {len(requests) - len(out)} requests open")
     return out, stats
 
 

@@ -33,6 +33,7 @@ def llama_server_command(
     port: int = 8000,
     n_ctx: int = 2048,
     alias: str | None = None,
+    n_threads: int | None = None,
 ) -> list[str]:
     """argv of llama-cpp-python's OpenAI-compatible server for `model` (ChatML)."""
     path = Path(model) if model else smollm2_gguf_path()
@@ -44,7 +45,7 @@ def llama_server_command(
         "--port", str(port),
         "--chat_format", "chatml",
         "--n_ctx", str(n_ctx),
-        "--n_threads", str(os.cpu_count() or 1),
+        "--n_threads", str(n_threads or os.cpu_count() or 1),
     ]  # fmt: skip
 
 
@@ -122,10 +123,11 @@ def local_server(
     host: str = "127.0.0.1",
     n_ctx: int = 2048,
     timeout_s: float = 120.0,
+    n_threads: int | None = None,
 ) -> Iterator[str]:
     """llama-cpp-python server on a free port; yields its base URL (".../v1")."""
     port = port or free_port(host)
-    cmd = llama_server_command(model, host=host, port=port, n_ctx=n_ctx)
+    cmd = llama_server_command(model, host=host, port=port, n_ctx=n_ctx, n_threads=n_threads)
     with serve(cmd, f"http://{host}:{port}/v1", timeout_s=timeout_s) as url:
         yield url
 

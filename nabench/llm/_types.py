@@ -142,6 +142,8 @@ class Backend(ABC):
     name: ClassVar[str]
     model_id: str
     counters: BackendCounters
+    # How `run_cached` dispatches this backend's cache misses (`_engine.Engine`); None: local.
+    engine: Any = None
 
     def __init__(self) -> None:
         self.counters = BackendCounters()

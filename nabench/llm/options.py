@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from nabench.core.errors import NabenchError
+from nabench.llm._engine import ENGINES, make_engine
 from nabench.llm._registry import get_backend
 from nabench.llm._types import Backend
 
@@ -38,6 +39,24 @@ def backend_kwargs(
         raise NabenchError(f"--base-url applies to the openai backend only, not {backend!r}")
     mapper = _FLAG_MAPPERS.get(backend, lambda m, b, c: {"model": m} if m else {})
     return {**mapper(model, base_url, concurrency), **dict(options or {})}
+
+
+def split_engine_options(
+    options: Mapping[str, Any],
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """`{"ray.qps": 4, "n_threads": 1}` -> ({"ray": {"qps": 4}}, {"n_threads": 1}):
+    options named `ENGINE.KEY` configure that engine, the rest the backend."""
+    engines: dict[str, dict[str, Any]] = {}
+    rest: dict[str, Any] = {}
+    for key, value in options.items():
+        engine, dot, name = key.partition(".")
+        if dot and engine in ENGINES:
+            engines.setdefault(engine, {})[name] = value
+        elif dot:
+            raise NabenchError(f"option {key!r}: unknown engine {engine!r} ({', '.join(ENGINES)})")
+        else:
+            rest[key] = value
+    return engines, rest
 
 
 def make_backend(
@@ -73,11 +92,18 @@ class ModelFlags:
     concurrency: int
     options: dict[str, Any]
     cache: Path | None
+    engine: str = "local"  # how cache misses are dispatched: local | ray
 
     def open_backend(self) -> Backend:
-        """The backend these flags describe (close it, or use it in a `with`)."""
-
-        return make_backend(self.backend, self.model, self.base_url, self.concurrency, self.options)
+        """The backend these flags describe (close it, or use it in a `with`); it carries
+        the engine, so every `run_cached` call on it dispatches through that engine."""
+        engine_options, backend_options = split_engine_options(self.options)
+        backend = make_backend(
+            self.backend, self.model, self.base_url, self.concurrency, backend_options
+        )
+        if self.engine != "local" or engine_options.get(self.engine):
+            backend.engine = make_engine(self.engine, engine_options.get(self.engine))
+        return backend
 
     def cache_path(self, default: Path | None = None) -> Path:
         """--cache, else `default`, else $NABENCH_CACHE or ~/.cache/nabench/responses.sqlite."""

@@ -70,6 +70,8 @@ class LLMLabelerSpec(_Spec):
     guideline: str = "na_applicability"
     concurrency: int = Field(default=8, ge=1)
     options: dict[str, Any] = Field(default_factory=dict)
+    engine: str = "local"  # local | ray (nabench.llm.ENGINES)
+    ray: dict[str, Any] = Field(default_factory=dict)  # RaySettings, for engine: ray
 
 
 class LabelsSpec(_Spec):

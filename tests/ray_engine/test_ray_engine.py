@@ -1,0 +1,180 @@
+"""`--engine ray`: labeling through Ray Data LLM's HTTP processor on a local 2-CPU cluster,
+against two real llama.cpp servers (SmolLM2) on loopback.
+
+What is checked is what a researcher relies on: the labels equal the in-process engine's for
+the same model and requests; a re-run makes no model call; a driver killed with SIGKILL keeps
+every finished block and the re-run sends only the rest; a server stopped mid-run does not
+crash the job (its requests go to the other server, or end as invalid rows with the error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from nabench.llm import local_server
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+LIMIT = 40
+LABEL_COLUMNS = ["id", "na_applicable", "rule", "rationale", "raw_output", "valid", "attempts"]
+
+
+@pytest.fixture(scope="module")
+def endpoints() -> Iterator[tuple[str, str]]:
+    # One thread each: on two cores the two servers then get a core each.
+    with local_server(n_threads=1) as first, local_server(n_threads=1) as second:
+        yield first, second
+
+
+def _label_cmd(mmlu_dir: Path, out: Path, cache: Path, url: str, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "nabench.cli", "label", "mmlu-na",
+        "--source", str(mmlu_dir), "--limit", str(LIMIT), "--quiet",
+        "--backend", "openai", "--base-url", url, "--max-tokens", "96",
+        "--out", str(out), "--cache", str(cache), *extra,
+    ]  # fmt: skip
+
+
+def _ray_flags(*urls: str, batch: int = 4) -> list[str]:
+    return [
+        "--engine", "ray",
+        "--option", f"ray.endpoints=[{','.join(urls)}]",
+        "--option", f"ray.batch_size={batch}",
+        "--option", "ray.num_cpus=2",
+    ]  # fmt: skip
+
+
+def _run(cmd: list[str]) -> dict[str, Any]:
+    env = {**os.environ, "RAY_DEDUP_LOGS": "0", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = Path(cmd[cmd.index("--out") + 1])
+    summary: dict[str, Any] = json.loads(out.with_suffix(".summary.json").read_text())
+    return summary
+
+
+def _labels(path: Path) -> list[dict[str, Any]]:
+    rows = pq.read_table(path, columns=LABEL_COLUMNS).to_pylist()
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def test_ray_labels_equal_local_and_rerun_is_free(
+    endpoints: tuple[str, str], mmlu_dir: Path, tmp_path: Path
+) -> None:
+    first, second = endpoints
+    local_out, ray_out = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    local = _run(_label_cmd(mmlu_dir, local_out, tmp_path / "local.sqlite", first))
+    ray = _run(
+        _label_cmd(mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second))
+    )
+    assert local["n"] == ray["n"] == LIMIT
+    assert ray["calls"] >= LIMIT and ray["cache_hits"] == 0
+    assert ray["engine"]["engine"] == "ray" and ray["engine"]["ray"]["endpoints"] == 2
+    assert local["engine"] == {"engine": "local"}
+    assert _labels(ray_out) == _labels(local_out)  # content, row for row
+
+    again = _run(
+        _label_cmd(mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second))
+    )
+    assert again["calls"] == 0 and again["cache_hits"] >= LIMIT
+    assert _labels(ray_out) == _labels(local_out)
+    # Nothing in a written file names an endpoint or a key.
+    for path in tmp_path.glob("ray*.json"):
+        assert "127.0.0.1" not in path.read_text()
+
+
+def _shard_rows(root: Path) -> int:
+    total = 0
+    for path in root.glob("*/*.parquet"):
+        try:
+            total += pq.read_metadata(path).num_rows
+        except Exception:  # being written
+            continue
+    return total
+
+
+def test_sigkill_of_the_driver_keeps_finished_blocks(
+    endpoints: tuple[str, str], mmlu_dir: Path, tmp_path: Path
+) -> None:
+    first, second = endpoints
+    cache = tmp_path / "cache.sqlite"
+    shards = tmp_path / "cache.sqlite.ray-shards"
+    out = tmp_path / "labels.parquet"
+    cmd = _label_cmd(mmlu_dir, out, cache, first, *_ray_flags(first, second, batch=2))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
+    )
+    deadline = time.monotonic() + 600
+    try:
+        while _shard_rows(shards) < 6:
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+            assert time.monotonic() < deadline, "no block finished in time"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver and the local cluster it started
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    kept = _shard_rows(shards)
+    assert kept >= 6 and not out.exists()
+
+    rerun = _run(cmd)
+    assert rerun["n"] == LIMIT
+    # the first JSON attempt of every finished block came from the shards, not the model
+    assert rerun["cache_hits"] >= kept
+    assert rerun["engine"]["recovered"] >= kept
+    ids = [r["id"] for r in _labels(out)]
+    assert len(ids) == len(set(ids)) == LIMIT
+    assert not any(shards.glob("*/*.parquet"))  # merged, then removed
+
+
+def test_a_server_stopped_mid_run_does_not_crash_the_job(
+    endpoints: tuple[str, str], mmlu_dir: Path, tmp_path: Path
+) -> None:
+    first, _ = endpoints
+    stop_after = threading.Event()
+    shards = tmp_path / "cache.sqlite.ray-shards"
+    with local_server(n_threads=1) as doomed:
+        stopper_port = doomed.split(":")[-1].split("/")[0]
+
+        def stop_when_blocks_finish() -> None:
+            deadline = time.monotonic() + 600
+            while _shard_rows(shards) < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            # the server's process group is ours to stop: find it by its port
+            subprocess.run(["pkill", "-f", f"--port {stopper_port}"], check=False)
+            stop_after.set()
+
+        stopper = threading.Thread(target=stop_when_blocks_finish, daemon=True)
+        stopper.start()
+        summary = _run(
+            _label_cmd(
+                mmlu_dir,
+                tmp_path / "labels.parquet",
+                tmp_path / "cache.sqlite",
+                first,
+                *_ray_flags(first, doomed, batch=2),
+            )
+        )
+    assert stop_after.is_set()
+    assert summary["n"] == LIMIT
+    rows = _labels(tmp_path / "labels.parquet")
+    assert len({r["id"] for r in rows}) == LIMIT
+    failed = summary["engine"]["failed_requests"]
+    # every request was answered by the surviving server, or is an invalid row with its error
+    assert summary["invalid"] >= 0 and failed <= summary["invalid"] + summary["errors"]
