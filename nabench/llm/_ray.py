@@ -229,8 +229,11 @@ class RayEngine(Engine):
             if not remaining:
                 break
             self.stats["passes"] = attempt + 1
-            done = self._one_pass(ray, backend, list(remaining.values()), attempt)
+            out = self._root / uuid.uuid4().hex
+            done = self._one_pass(ray, backend, list(remaining.values()), attempt, out)
             yield [(k, c) for k, c in done.items() if k in remaining]
+            # the driver has committed this pass to the cache: its shards are no longer needed
+            shutil.rmtree(out, ignore_errors=True)
             for k in done:
                 remaining.pop(k, None)
         self.stats["failed_requests"] += len(remaining)
@@ -273,7 +276,12 @@ class RayEngine(Engine):
         return "json_schema"
 
     def _one_pass(
-        self, ray: Any, backend: Backend, rows: Sequence[dict[str, Any]], attempt: int
+        self,
+        ray: Any,
+        backend: Backend,
+        rows: Sequence[dict[str, Any]],
+        attempt: int,
+        out: Path,
     ) -> dict[str, Completion]:
         """One Ray job: rows round-robin over the live endpoints, shards written per block."""
         from ray.data.llm import HttpRequestProcessorConfig, build_processor
@@ -303,7 +311,6 @@ class RayEngine(Engine):
             )
             block_count = max(1, -(-len(share) // self.settings.batch_size))
             parts.append(processor(ray.data.from_items(share, override_num_blocks=block_count)))
-        out = self._root / uuid.uuid4().hex
         dataset = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
         dataset.write_parquet(str(out))
         finished = [r for f in sorted(out.glob("*.parquet")) for r in _read_shard(f)]

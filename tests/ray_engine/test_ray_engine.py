@@ -39,10 +39,12 @@ def endpoints() -> Iterator[tuple[str, str]]:
         yield first, second
 
 
-def _label_cmd(mmlu_dir: Path, out: Path, cache: Path, url: str, *extra: str) -> list[str]:
+def _label_cmd(
+    mmlu_dir: Path, out: Path, cache: Path, url: str, *extra: str, limit: int = LIMIT
+) -> list[str]:
     return [
         sys.executable, "-m", "nabench.cli", "label", "mmlu-na",
-        "--source", str(mmlu_dir), "--limit", str(LIMIT), "--quiet",
+        "--source", str(mmlu_dir), "--limit", str(limit), "--quiet",
         "--backend", "openai", "--base-url", url, "--max-tokens", "96",
         "--out", str(out), "--cache", str(cache), *extra,
     ]  # fmt: skip
@@ -80,8 +82,8 @@ def test_ray_labels_equal_local_and_rerun_is_free(
     ray = _run(
         _label_cmd(mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second))
     )
-    assert local["n"] == ray["n"] == LIMIT
-    assert ray["calls"] >= LIMIT and ray["cache_hits"] == 0
+    assert local["n"] == ray["n"] >= LIMIT - 2  # the audit excludes a few of the first 40
+    assert ray["calls"] >= ray["n"] and ray["cache_hits"] == 0
     assert ray["engine"]["engine"] == "ray" and ray["engine"]["ray"]["endpoints"] == 2
     assert local["engine"] == {"engine": "local"}
     assert _labels(ray_out) == _labels(local_out)  # content, row for row
@@ -89,7 +91,7 @@ def test_ray_labels_equal_local_and_rerun_is_free(
     again = _run(
         _label_cmd(mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second))
     )
-    assert again["calls"] == 0 and again["cache_hits"] >= LIMIT
+    assert again["calls"] == 0 and again["cache_hits"] >= again["n"]
     assert _labels(ray_out) == _labels(local_out)
     # Nothing in a written file names an endpoint or a key.
     for path in tmp_path.glob("ray*.json"):
@@ -113,7 +115,7 @@ def test_sigkill_of_the_driver_keeps_finished_blocks(
     cache = tmp_path / "cache.sqlite"
     shards = tmp_path / "cache.sqlite.ray-shards"
     out = tmp_path / "labels.parquet"
-    cmd = _label_cmd(mmlu_dir, out, cache, first, *_ray_flags(first, second, batch=2))
+    cmd = _label_cmd(mmlu_dir, out, cache, first, *_ray_flags(first, second, batch=2), limit=16)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True
@@ -134,12 +136,12 @@ def test_sigkill_of_the_driver_keeps_finished_blocks(
     assert kept >= 6 and not out.exists()
 
     rerun = _run(cmd)
-    assert rerun["n"] == LIMIT
+    assert rerun["n"] >= 14
     # the first JSON attempt of every finished block came from the shards, not the model
     assert rerun["cache_hits"] >= kept
     assert rerun["engine"]["recovered"] >= kept
     ids = [r["id"] for r in _labels(out)]
-    assert len(ids) == len(set(ids)) == LIMIT
+    assert len(ids) == len(set(ids)) == rerun["n"]
     assert not any(shards.glob("*/*.parquet"))  # merged, then removed
 
 
@@ -169,12 +171,12 @@ def test_a_server_stopped_mid_run_does_not_crash_the_job(
                 tmp_path / "cache.sqlite",
                 first,
                 *_ray_flags(first, doomed, batch=2),
+                limit=16,
             )
         )
     assert stop_after.is_set()
-    assert summary["n"] == LIMIT
     rows = _labels(tmp_path / "labels.parquet")
-    assert len({r["id"] for r in rows}) == LIMIT
+    assert len({r["id"] for r in rows}) == len(rows) == summary["n"] >= 14
     failed = summary["engine"]["failed_requests"]
     # every request was answered by the surviving server, or is an invalid row with its error
     assert summary["invalid"] >= 0 and failed <= summary["invalid"] + summary["errors"]
