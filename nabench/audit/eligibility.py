@@ -3,7 +3,6 @@ reason that applies (the first in `REASONS` order is the primary one) — never 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -11,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nabench.audit.patterns import flag_options, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
 from nabench.schemas.tables import EXCLUDED_ARROW
 
@@ -21,37 +21,11 @@ REASONS = (
     "duplicate_choices",
     "has_none_option",
     "has_all_option",
+    "refers_to_other_options",
     "missing_label",
     "invalid_label",
     "not_na_applicable",
 )
-
-# A choice that already says "none": "None", "Neither", "none of the above/these",
-# "Neither A nor B" (option references only: content that starts with "neither" is fine).
-NONE_OPTION = re.compile(
-    r"^\W*(none|neither)\W*$"
-    r"|\b(none|neither) of (the|these|those|them)\b"
-    r"|^\W*neither\s+\(?([a-e]|[1-5]|i{1,3}|iv)\)?\s+nor\s+\(?([a-e]|[1-5]|i{1,3}|iv)\)?\W*$"
-    r"|\bno (valid|correct) (option|answer|choice)s?\b"
-    r"|\banswer not found\b",
-    re.IGNORECASE,
-)
-# A choice that already says "all": "all of the above/these", "Both", "Both A and B".
-ALL_OPTION = re.compile(
-    r"\ball (of )?(the|these|those) (above|options|choices|answers|statements)\b"
-    r"|\ball of (these|them)\b"
-    r"|^\W*both\W*$"
-    r"|^\W*both (of )?(these|them|the above)\b"
-    r"|^\W*both\s+\(?([a-e]|[1-5]|i{1,3}|iv)\)?\s+(and|&)\s+\(?([a-e]|[1-5]|i{1,3}|iv)\)?\W*$",
-    re.IGNORECASE,
-)
-
-
-def _normalise(values: pa.Array) -> pa.Array:
-    """Case-fold and strip whitespace and trailing punctuation, for text comparisons."""
-    lowered = pc.utf8_lower(pc.utf8_trim_whitespace(values))
-    return pc.utf8_rtrim(lowered, characters=".!?;: ")
-
 
 @dataclass(frozen=True)
 class Audit:
@@ -70,38 +44,22 @@ def audit_items(
     """Split items into eligible and excluded, vectorised over the flattened choices.
 
     `na_texts` / `all_texts` are the phrasings the recipe will insert: an item that already
-    holds one of them is quarantined as has_none_option / has_all_option.
+    holds one of them is quarantined as has_none_option / has_all_option, as is one holding
+    any phrasing of `option_patterns.yaml`. Options are compared after `normalise`.
     """
     choices = items.column("choices").combine_chunks()
     lists = ListColumn(choices)  # its flat values line up with `flat` (null lists hold none)
-    lengths = pc.list_value_length(choices).to_numpy(zero_copy_only=False)
+    lengths = pc.list_value_length(choices).fill_null(0).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(choices)
-    stripped = pc.utf8_trim_whitespace(flat)
-
-    def any_per_row(mask: pa.Array) -> np.ndarray:
-        return lists.per_row_any(as_bool_mask(mask))
-
-    normalised = _normalise(flat)
-
-    def phrase_set(texts: Iterable[str]) -> pa.Array:
-        return pa.array(sorted({t.strip().lower().rstrip(".!?;: ") for t in texts}), pa.string())
-
+    # A null element is an empty option, not a crash further down the pipeline.
+    empty = as_bool_mask(pc.or_kleene(pc.is_null(flat), pc.equal(normalise(flat), "")))
+    phrases = {"has_none_option": tuple(na_texts), "has_all_option": tuple(all_texts)}
+    option_flags = flag_options(flat, phrases)
     flags = {
         "not_four_choices": lengths != n_choices,
-        "empty_choice": any_per_row(pc.equal(stripped, "")),
-        "duplicate_choices": lists.has_duplicates(stripped),
-        "has_none_option": any_per_row(
-            pc.or_(
-                pc.match_substring_regex(flat, NONE_OPTION.pattern, ignore_case=True),
-                pc.is_in(normalised, value_set=phrase_set(na_texts)),
-            )
-        ),
-        "has_all_option": any_per_row(
-            pc.or_(
-                pc.match_substring_regex(flat, ALL_OPTION.pattern, ignore_case=True),
-                pc.is_in(normalised, value_set=phrase_set(all_texts)),
-            )
-        ),
+        "empty_choice": lists.per_row_any(empty),
+        "duplicate_choices": lists.has_duplicates(normalise(flat, fold=False).fill_null("")),
+        **{reason: lists.per_row_any(mask) for reason, mask in option_flags.items()},
     }
     return split_by_flags(items, flags)
 

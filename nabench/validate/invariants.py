@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nabench.audit.patterns import any_flagged, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
 from nabench.schemas.tables import pandera_schema
 
@@ -26,13 +27,16 @@ KNOWN_NA_TEXTS = (
     "No valid options",
     "None of the options given is correct",
 )
+# Every variant a row may name; a row of any other variant would escape every scoped rule.
+VARIANTS = ("original", "na_keyed", "na_distractor", "all_of_the_above")
 LETTERS = "ABCDEFGHIJ"
 LETTER_SHARE_WARNING = 0.40
 
 
 @dataclass(frozen=True)
 class Violation:
-    """One broken rule on one row (row is the 0-based position in its file)."""
+    """One broken rule on one row: `row` is the 0-based position in its file, printed 1-based
+    (the JSONL line); -1 for a rule about the whole file."""
 
     where: str
     row: int
@@ -41,7 +45,9 @@ class Violation:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.where} row {self.row} id={self.id}: [{self.rule}] {self.message}"
+        if self.row < 0:  # the whole file
+            return f"{self.where}: [{self.rule}] {self.message}"
+        return f"{self.where} row {self.row + 1} id={self.id}: [{self.rule}] {self.message}"
 
 
 @dataclass
@@ -89,8 +95,27 @@ def check_perturbed(
     replaced = _ints(table, "replaced_index")
     variant = _strings(table, "variant").fill_null("")
     na_text = _strings(table, "na_text")
-    stripped = pc.utf8_trim_whitespace(choices.flat)
-    known_na = pa.array(sorted({t.lower() for t in (*KNOWN_NA_TEXTS, *extra_na_texts)}))
+    compared = normalise(choices.flat, fold=False)  # the audit's comparison text
+
+    @functools.cache
+    def stray_flagged() -> np.ndarray:
+        """Rows holding a flagged option (audit patterns, or an NA / AOTA text of the config)
+        anywhere but where its own inserted text stands."""
+        inserted = [t for t in set(na_text.to_pylist()) if t is not None]
+        phrases = {"has_none_option": (*extra_na_texts, *inserted)}
+        flagged = any_flagged(choices.flat, phrases)
+        row_of = np.repeat(np.arange(table.num_rows), choices.lengths)
+        own = as_bool_mask(pc.equal(choices.flat, na_text.take(pa.array(row_of, pa.int64()))))
+        return choices.per_row_any(flagged & ~own)
+
+    @functools.cache
+    def unreplaced_changed() -> np.ndarray:
+        """Rows where an option other than `replaced_index` differs from `original_choices`."""
+        changed = np.zeros(table.num_rows, dtype=bool)
+        for j in range(max(choices.width, original.width)):
+            differ = ~as_bool_mask(pc.equal(choices.column(j), original.column(j)))
+            changed |= differ & (replaced != j)
+        return changed | ~same_len
 
     # Shared by several rules, computed on first use.
     @functools.cache
@@ -132,13 +157,13 @@ def check_perturbed(
         (
             "choices_non_empty",
             every,
-            lambda: choices.per_row_any(as_bool_mask(pc.equal(stripped, ""))),
+            lambda: choices.per_row_any(as_bool_mask(pc.equal(compared, ""))),
             lambda i: "a choice is empty",
         ),
         (
             "choices_distinct",
             every,
-            lambda: choices.has_duplicates(stripped),
+            lambda: choices.has_duplicates(compared),
             lambda i: "two choices have the same text",
         ),
         (
@@ -148,10 +173,24 @@ def check_perturbed(
             lambda i: f"{show(na_text, i)} appears {na_count()[i]} times (expected exactly once)",
         ),
         (
-            "no_na_in_original",
-            is_orig,
-            lambda: choices.per_row_any(as_bool_mask(pc.is_in(pc.utf8_lower(stripped), known_na))),
-            lambda i: "an NA phrasing appears among the original choices",
+            "variant_known",
+            every,
+            lambda: ~as_bool_mask(pc.is_in(variant, pa.array(VARIANTS))),
+            lambda i: f"unknown variant {show(variant, i)} (known: {', '.join(VARIANTS)})",
+        ),
+        (
+            "no_flagged_option",
+            every,
+            stray_flagged,
+            lambda i: "an option other than the inserted one is an NA / all-type phrasing or "
+            "refers to other options",
+        ),
+        (
+            "unreplaced_unchanged",
+            is_keyed | is_dist,
+            unreplaced_changed,
+            lambda i: f"an option other than replaced_index {replaced[i]} differs from "
+            "original_choices",
         ),
         (
             "original_unchanged",

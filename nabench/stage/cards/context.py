@@ -17,7 +17,12 @@ INVARIANTS: tuple[tuple[str, str], ...] = (
     ("choices_non_empty", "no option is empty"),
     ("choices_distinct", "no two options have the same text"),
     ("na_exactly_once", "NA / All-of-the-above variants hold the inserted text exactly once"),
-    ("no_na_in_original", "no NA phrasing among the original options"),
+    ("variant_known", "every row names a known variant"),
+    (
+        "no_flagged_option",
+        "no option but the inserted one is an NA / all-type phrasing or names other options",
+    ),
+    ("unreplaced_unchanged", "NA variants: every option not replaced equals the source's"),
     ("original_unchanged", "`original` rows equal their source rows"),
     ("na_keyed_key_is_na", "`na_keyed`: the key is the NA text"),
     ("na_keyed_gold_absent", "`na_keyed`: the original gold text is gone"),
