@@ -27,6 +27,7 @@ REASONS = (
     "not_na_applicable",
 )
 
+
 @dataclass(frozen=True)
 class Audit:
     """Result of the audit: eligible items and the quarantine table."""

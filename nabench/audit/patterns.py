@@ -25,8 +25,10 @@ from nabench.core.safe_load import load_yaml_file
 PATTERNS_FILE = Path(__file__).with_name("option_patterns.yaml")
 PATTERN_REASONS = ("has_none_option", "has_all_option", "refers_to_other_options")
 # Zero-width and invisible formatting characters that NFKC keeps.
-_INVISIBLE = "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u206f\ufeff]"
-_TRAILING = ".!?;:,"
+_INVISIBLE = (
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u206f\ufeff]"
+)
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,9 @@ def text_reasons(text: str, phrases: Mapping[str, Iterable[str]] | None = None) 
     return [r for r in PATTERN_REASONS if flags[r][0]]
 
 
-def any_flagged(options: pa.Array, phrases: Mapping[str, Sequence[str]] | None = None) -> np.ndarray:
+def any_flagged(
+    options: pa.Array, phrases: Mapping[str, Sequence[str]] | None = None
+) -> np.ndarray:
+    """Which options are flagged for any pattern reason."""
     flags = flag_options(options, phrases)
     return np.logical_or.reduce([flags[r] for r in PATTERN_REASONS])

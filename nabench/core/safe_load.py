@@ -64,8 +64,7 @@ def decode_utf8(data: bytes, where: str) -> str:
 
 def load_yaml(text: str, where: str, limits: ParseLimits = DEFAULT_LIMITS) -> Any:
     """One YAML document as Python data (safe tags only), refusing bombs and deep nesting."""
-    if len(text) > limits.max_bytes:
-        raise UnsafeInput(f"{where}: {len(text)} characters exceeds the limit of {limits.max_bytes}")
+    _check_size(text, where, limits)
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()
@@ -115,14 +114,20 @@ def _check_yaml_nodes(root: yaml.Node, where: str, limits: ParseLimits) -> None:
                 stack.append((value, depth + 1))
 
 
+def _check_size(text: str, where: str, limits: ParseLimits) -> None:
+    if len(text) > limits.max_bytes:
+        raise UnsafeInput(
+            f"{where}: {len(text)} characters exceeds the limit of {limits.max_bytes}"
+        )
+
+
 class _IntTooLong(ValueError):
     pass
 
 
 def load_json(text: str, where: str, limits: ParseLimits = DEFAULT_LIMITS) -> Any:
     """One JSON document with integer size, nesting and size bounded; NaN/Infinity refused."""
-    if len(text) > limits.max_bytes:
-        raise UnsafeInput(f"{where}: {len(text)} characters exceeds the limit of {limits.max_bytes}")
+    _check_size(text, where, limits)
 
     def parse_int(digits: str) -> int:
         if len(digits.lstrip("-")) > limits.max_int_digits:

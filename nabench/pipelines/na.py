@@ -11,6 +11,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from nabench.audit.eligibility import audit_items, exclusion_counts, split_by_flags
+from nabench.audit.patterns import option_patterns
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.version import __version__
 from nabench.label import FileLabels, llm_label_source
@@ -150,6 +151,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             ),
             "counts": counts,
             "exclusions": exclusions,
+            "audit_patterns": option_patterns().manifest(),
             "letter_shares": letter_shares,
             "warnings": warnings,
             "validation": {"violations": 0, "rules": "nabench.validate.invariants"},
@@ -311,6 +313,7 @@ def _readme_renderer(
             "labeler_lines": cc.labeler_lines(manifest["labels"]),
             "exclusions_total": exclusions["total"],
             "exclusions": exclusions["by_reason"],
+            "audit_patterns": manifest["audit_patterns"],
             "na_rates": cc.na_rates(staged),
             "letters": letters,
             "letter_rows": letter_rows,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.errors import NabenchError
 from nabench.stage.cards import finalize_card
 
@@ -146,7 +147,8 @@ def staged_files(staged: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
         if rel not in expected:
             raise PublishError(f"{staged}: {rel} is not listed in {MANIFEST}; rebuild or remove it")
         data = path.read_bytes()
-        if sha256_bytes(data) != expected[rel]:
+        actual = card_sha256(data) if rel == README else sha256_bytes(data)
+        if actual != expected[rel]:
             raise PublishError(f"{staged}: {rel} changed after the build (sha256 mismatch)")
         found[rel] = data
     missing = sorted(set(expected) - set(found))
@@ -177,7 +179,7 @@ def make_plan(
         )
     notes: dict[str, str] = {}
     if README in files:
-        old = files[README].decode("utf-8")
+        old = unsealed(files[README].decode("utf-8"))
         card = finalize_card(
             old,
             version=version,
@@ -192,9 +194,11 @@ def make_plan(
     raw_manifest = (staged / MANIFEST).read_bytes()
     if notes:
         # Only the card's hash changes; everything else in the manifest stays as built.
-        updated = {**manifest, "files": {**manifest["files"], **_hashes(files, notes)}}
+        card_hash = {README: card_sha256(files[README])}
+        updated = {**manifest, "files": {**manifest["files"], **card_hash}}
         raw_manifest = (json.dumps(updated, indent=2, default=str) + "\n").encode("utf-8")
         notes[MANIFEST] = "README.md hash updated"
+        files[README] = seal_card(files[README].decode("utf-8"), raw_manifest).encode("utf-8")
     files[MANIFEST] = raw_manifest
     adds = tuple(
         PlannedFile(p, len(data), sha256_bytes(data), data, notes.get(p, ""))
@@ -217,10 +221,6 @@ def make_plan(
         deletes=deletes,
         remote_known=remote.known,
     )
-
-
-def _hashes(files: Mapping[str, bytes], paths: Iterable[str]) -> dict[str, str]:
-    return {p: sha256_bytes(files[p]) for p in paths}
 
 
 def _description(

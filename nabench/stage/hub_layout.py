@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.version import __version__
 from nabench.schemas.tables import features_for
 
@@ -145,15 +146,16 @@ class StagingArea:
     ) -> dict[str, str]:
         """Finish the tree and swap it into place; returns {relative path: sha256}."""
         configs, infos = hub_metadata(self.tables)
-        readme = render_readme(configs, infos).encode("utf-8")  # while the writers finish
+        readme = unsealed(render_readme(configs, infos))  # while the writers finish
         hashes = dict(future.result() for future in self._writes)
-        (self.root / "README.md").write_bytes(readme)
-        hashes["README.md"] = hashlib.sha256(readme).hexdigest()
+        hashes["README.md"] = card_sha256(readme.encode("utf-8"))
         full_manifest = {**manifest, "files": dict(sorted(hashes.items()))}
-        (self.root / MANIFEST).write_text(
-            json.dumps(full_manifest, indent=2, sort_keys=False, default=str) + "\n",
-            encoding="utf-8",
-        )
+        raw_manifest = (
+            json.dumps(full_manifest, indent=2, sort_keys=False, default=str) + "\n"
+        ).encode("utf-8")
+        (self.root / MANIFEST).write_bytes(raw_manifest)
+        # The card names build.json's digest, so the manifest is covered too (core.card_seal).
+        (self.root / "README.md").write_bytes(seal_card(readme, raw_manifest).encode("utf-8"))
         swap_into_place(self.root, self.out)
         self._committed = True
         return hashes

@@ -12,11 +12,13 @@ import pyarrow.parquet as pq
 from nabench.core.errors import NabenchError
 from nabench.schemas.tables import ARROW_SCHEMAS
 from nabench.validate.artifacts import check_artifacts, prompt_type_counts
+from nabench.validate.build_tree import check_build_tree
 from nabench.validate.contributions import is_contributions_dir, validate_contributions
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     ValidationReport,
     Violation,
+    check_against_original,
     check_ids_in_original,
     check_perturbed,
     check_schema,
@@ -115,20 +117,33 @@ def validate_path(
     files = sorted(p for p in path.rglob("*.parquet") if not p.name.startswith("."))
     if not files:
         raise NabenchError(f"{path}: no parquet files found")
-    originals: dict[str, pa.Array] = {}
+    report.violations.extend(check_build_tree(path))
+    originals: dict[str, pa.Table] = {}
     tables: list[tuple[str, pa.Table]] = []
     for f in files:
-        rel = str(f.relative_to(path))
-        table = read_rows(f)
+        rel = f.relative_to(path).as_posix()
+        try:
+            table = read_rows(f)
+        except NabenchError as exc:  # one unreadable file never hides the others
+            report.violations.append(Violation(rel, -1, "-", "file_readable", str(exc)))
+            continue
         tables.append((rel, table))
-        if f.parent.name == "original":
-            originals[f.name] = table.column("id").combine_chunks().cast(pa.string())
+        if f.parent.name == "original" and "id" in table.column_names:
+            originals[f.name] = table
     for rel, table in tables:
         validate_table(table, rel, report)
-        if table_kind(table) == "perturbed_item" and originals:
-            known = originals.get(Path(rel).name, pa.array([], pa.string()))
-            report.violations.extend(check_ids_in_original(table, known, rel))
+        if table_kind(table) != "perturbed_item" or not originals:
+            continue
+        original = originals.get(Path(rel).name)
+        known = _ids(original) if original is not None else pa.array([], pa.string())
+        report.violations.extend(check_ids_in_original(table, known, rel))
+        if original is not None and not rel.startswith("original/"):
+            report.violations.extend(check_against_original(table, original, rel))
     return report
+
+
+def _ids(table: pa.Table) -> pa.Array:
+    return table.column("id").combine_chunks().cast(pa.string())
 
 
 __all__ = ["ValidationReport", "Violation", "validate_path", "validate_table"]

@@ -182,15 +182,18 @@ def check_perturbed(
             "no_flagged_option",
             every,
             stray_flagged,
-            lambda i: "an option other than the inserted one is an NA / all-type phrasing or "
-            "refers to other options",
+            lambda i: (
+                "an option other than the inserted one is an NA / all-type phrasing or "
+                "refers to other options"
+            ),
         ),
         (
             "unreplaced_unchanged",
             is_keyed | is_dist,
             unreplaced_changed,
-            lambda i: f"an option other than replaced_index {replaced[i]} differs from "
-            "original_choices",
+            lambda i: (
+                f"an option other than replaced_index {replaced[i]} differs from original_choices"
+            ),
         ),
         (
             "original_unchanged",
@@ -272,6 +275,47 @@ def check_ids_in_original(table: pa.Table, original_ids: pa.Array, where: str) -
         )
         for i in np.flatnonzero(missing)
     ]
+
+
+_TRACED = ("source", "subject", "question", "original_answer")
+
+
+def check_against_original(table: pa.Table, original: pa.Table, where: str) -> list[Violation]:
+    """Each row's `original_choices`, `original_answer` and item fields equal the `original`
+    config's row of the same id (ids missing there are `id_in_original`'s)."""
+    ids = _strings(table, "id")
+    pos = pc.index_in(ids, value_set=_strings(original, "id"))
+    found = ~np.asarray(pos.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    source = original.take(pos.fill_null(0)) if original.num_rows else None
+    if source is None or not found.any():
+        return []
+    differs: dict[str, np.ndarray] = {}
+    for name in _TRACED:
+        mine = table.column(name).combine_chunks()
+        theirs = source.column("answer" if name == "original_answer" else name).combine_chunks()
+        same = pc.or_kleene(
+            pc.equal(mine, theirs.cast(mine.type)),
+            pc.and_kleene(pc.is_null(mine), pc.is_null(theirs)),
+        )
+        differs[name] = ~as_bool_mask(same)
+    mine_choices = ListColumn(table.column("original_choices"))
+    theirs_choices = ListColumn(source.column("choices"))
+    differs["original_choices"] = ~(
+        (mine_choices.lengths == theirs_choices.lengths) & mine_choices.prefix_equal(theirs_choices)
+    )
+    out = []
+    for i in np.flatnonzero(found & np.logical_or.reduce(list(differs.values()))):
+        fields = ", ".join(k for k, mask in differs.items() if mask[i])
+        out.append(
+            Violation(
+                where,
+                int(i),
+                str(ids[int(i)].as_py()),
+                "original_fields_match",
+                f"{fields} differ(s) from the `original` row of this id",
+            )
+        )
+    return out
 
 
 def summarise_violations(violations: Sequence[Violation], cap: int = 20) -> str:

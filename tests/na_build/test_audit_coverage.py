@@ -1,0 +1,83 @@
+"""The audit on the full MMLU test split (real data): no non-excluded row holds a flagged
+option but the inserted one, the items the issue found are excluded with a reason, and the
+README's exclusion numbers are the ones a build gives."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import unicodedata
+from pathlib import Path
+from types import ModuleType
+
+import pyarrow.parquet as pq
+
+from nabench.pipelines.skeleton import BuildResult
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Written from the issue's list of wordings that reached every variant, independently of
+# nabench/audit/option_patterns.yaml (Python `re`, case-insensitive, whole option).
+_L = r"\(?[a-e]\)?\.?"
+MISSED = re.compile(
+    r"none of (the )?above|all of (the )?above|any of (the above|these)"
+    rf"|^(both |either |options )?{_L}((, |,? and |,? or | & ){_L})+( only| are correct)?$",
+    re.IGNORECASE,
+)
+_INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff]")
+
+
+def _plain(text: str) -> str:
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).strip().rstrip(".!?;: ")
+
+
+def test_no_flagged_option_outside_excluded(mmlu_build: BuildResult) -> None:
+    configs = [c for c in mmlu_build.counts if c not in {"excluded", "labels"}]
+    assert len(configs) == 7
+    for config in configs:
+        table = pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet")
+        for row in table.select(["id", "choices", "na_text"]).to_pylist():
+            stray = [c for c in row["choices"] if c != row["na_text"] and MISSED.search(_plain(c))]
+            assert not stray, f"{config} {row['id']}: {stray}"
+
+
+def test_issue_items_are_excluded_with_a_reason(mmlu_build: BuildResult) -> None:
+    excluded = pq.read_table(mmlu_build.out / "excluded" / "test-00000-of-00001.parquet")
+    reasons = dict(
+        zip(excluded.column("id").to_pylist(), excluded.column("reason").to_pylist(), strict=True)
+    )
+    assert reasons["mmlu/all/test/01967"] == "has_none_option"  # 'None of above.'
+    assert reasons["mmlu/all/test/00288"] == "refers_to_other_options"  # 'A and B'
+    assert reasons["mmlu/all/test/01995"] == "has_all_option"  # 'all of above.'
+    for config in mmlu_build.counts:
+        if config in {"excluded", "labels"}:
+            continue
+        ids = set(
+            pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet", columns=["id"])
+            .column("id")
+            .to_pylist()
+        )
+        assert not ids & {"mmlu/all/test/01967", "mmlu/all/test/00288", "mmlu/all/test/01995"}
+
+
+def _readme_numbers() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "readme_numbers", REPO / "scripts" / "readme_numbers.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_exclusion_numbers_come_from_a_build(mmlu_build: BuildResult) -> None:
+    numbers = _readme_numbers()
+    readme = (REPO / "README.md").read_text("utf-8")
+    total = sum(mmlu_build.counts["original"].values()) + mmlu_build.exclusions["total"]
+    assert total == 14_042
+    assert numbers.section(readme) == numbers.render(mmlu_build.exclusions, total), (
+        "README's MMLU exclusion paragraph is stale: run python scripts/readme_numbers.py"
+    )
+    # and the sentence states the per-reason counts of this build
+    for reason, n in mmlu_build.exclusions["by_reason"].items():
+        assert f"{n:,} `{reason}`" in numbers.section(readme)
