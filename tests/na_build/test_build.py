@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from nabench.cli import main
+from nabench.core.card_seal import card_digest, unsealed
 from nabench.pipelines.na import build
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
@@ -37,12 +38,24 @@ def test_full_mmlu_build_has_every_config_and_counts(mmlu_build: BuildResult) ->
         assert counts[config]["test"] == n_eligible
     # Items already carrying none/all options are a few percent, never silently dropped.
     by_reason = mmlu_build.exclusions["by_reason"]
-    assert set(by_reason) <= {"has_none_option", "has_all_option", "duplicate_choices"}
+    assert set(by_reason) <= {
+        "has_none_option",
+        "has_all_option",
+        "refers_to_other_options",
+        "duplicate_choices",
+    }
     assert 0.02 < counts["excluded"]["test"] / 14042 < 0.08
     manifest = json.loads((mmlu_build.out / "build.json").read_text())
     assert manifest["exclusions"]["by_reason"] == by_reason
     for rel, digest in manifest["files"].items():
-        assert hashlib.sha256((mmlu_build.out / rel).read_bytes()).hexdigest() == digest
+        data = (mmlu_build.out / rel).read_bytes()
+        if rel == "README.md":  # the card is hashed without its seal line (the build.json digest)
+            assert (
+                card_digest(data.decode())
+                == hashlib.sha256((mmlu_build.out / "build.json").read_bytes()).hexdigest()
+            )
+            data = unsealed(data.decode()).encode()
+        assert hashlib.sha256(data).hexdigest() == digest
 
 
 def test_each_config_loads_offline_with_datasets(mmlu_build: BuildResult) -> None:
@@ -257,7 +270,7 @@ def test_validate_names_the_corrupted_row(mmlu_build: BuildResult, tmp_path: Pat
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), broken)
     code, output = _cli("validate", str(broken))
     assert code == 1
-    assert f"row 42 id={rows[42]['id']}: [na_keyed_key_is_na]" in output
+    assert f"row 43 id={rows[42]['id']}: [na_keyed_key_is_na]" in output  # 1-based
 
     jsonl = tmp_path / "rows.jsonl"
     rows[42]["answer"] = rows[42]["original_answer"]
@@ -265,7 +278,7 @@ def test_validate_names_the_corrupted_row(mmlu_build: BuildResult, tmp_path: Pat
     jsonl.write_text("\n".join(json.dumps(r) for r in rows[:50]) + "\n")
     code, output = _cli("validate", str(jsonl))
     assert code == 1
-    assert "row 7" in output and "[choices_distinct]" in output
+    assert "row 8 " in output and "[choices_distinct]" in output
 
 
 def test_list_and_schema_export(tmp_path: Path) -> None:
@@ -290,4 +303,4 @@ def test_validate_flags_ids_missing_from_original(gpqa_dir: Path, tmp_path: Path
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
     code, output = _cli("validate", str(out))
     assert code == 1
-    assert "row 2 id=gpqa/gpqa_main/recNOTINORIGINAL: [id_in_original]" in output
+    assert "row 3 id=gpqa/gpqa_main/recNOTINORIGINAL: [id_in_original]" in output

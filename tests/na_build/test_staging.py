@@ -41,7 +41,12 @@ def test_staging_area_commits_whole_tree_with_hashes(tmp_path: Path) -> None:
         hashes = area.commit(lambda configs, infos: f"{len(configs)} configs\n", {"k": 1})
     manifest = json.loads((out / "build.json").read_text())
     assert manifest["k"] == 1
-    assert (out / "README.md").read_text() == "6 configs\n"
+    # The card is sealed with build.json's digest (a front-matter line), hashed without it.
+    digest = hashlib.sha256((out / "build.json").read_bytes()).hexdigest()
+    assert (
+        out / "README.md"
+    ).read_text() == f"---\nnabench_build_sha256: {digest}\n---\n6 configs\n"
+    assert manifest["files"]["README.md"] == hashlib.sha256(b"6 configs\n").hexdigest()
     for st in tables:
         path = out / st.relpath
         assert pq.read_table(path).column("id").to_pylist() == st.table.column("id").to_pylist()
