@@ -15,6 +15,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.hf_api import CommitInfo, GitRefInfo, GitRefs
 
+from nabench.core.card_seal import card_digest, unsealed
 from nabench.publish import PublishError
 from nabench.publish.hub import push
 from nabench.stage.cards import parse_changelog, split_front_matter
@@ -118,7 +119,9 @@ def test_push_commits_on_head_then_tags(staged_v1: Path, tmp_path: Path) -> None
     assert "old_config" not in {c["config_name"] for c in meta["configs"]}
     assert list(parse_changelog(card)) == ["1.0.0", "0.9.0"]
     manifest = adds["build.json"].path_or_fileobj.decode()  # type: ignore[union-attr]
-    assert hashlib.sha256(card.encode()).hexdigest() in manifest
+    # the finalized card is hashed without its seal, and re-sealed with the new build.json
+    assert hashlib.sha256(unsealed(card).encode()).hexdigest() in manifest
+    assert card_digest(card) == hashlib.sha256(manifest.encode()).hexdigest()
 
 
 def test_existing_tag_is_refused(staged_v1: Path, tmp_path: Path) -> None:
