@@ -26,7 +26,12 @@ _INT_TAG = "tag:yaml.org,2002:int"
 
 
 class UnsafeInput(NabenchError):
-    """A file that cannot be parsed safely; the message names the file."""
+    """A file that cannot be parsed safely; the message names the file (`where`)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -48,10 +53,12 @@ def read_text(path: Path, limits: ParseLimits = DEFAULT_LIMITS) -> str:
     try:
         size = path.stat().st_size
         if size > limits.max_bytes:
-            raise UnsafeInput(f"{path}: {size} bytes exceeds the limit of {limits.max_bytes}")
+            raise UnsafeInput(str(path), f"{size} bytes exceeds the limit of {limits.max_bytes}")
         data = path.read_bytes()
     except OSError as exc:
-        raise UnsafeInput(f"{path}: cannot read ({exc.strerror or type(exc).__name__})") from None
+        raise UnsafeInput(
+            str(path), f"cannot read ({exc.strerror or type(exc).__name__})"
+        ) from None
     return decode_utf8(data, str(path))
 
 
@@ -59,7 +66,7 @@ def decode_utf8(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UnsafeInput(f"{where}: not valid UTF-8 (byte {exc.start})") from None
+        raise UnsafeInput(where, f"not valid UTF-8 (byte {exc.start})") from None
 
 
 def load_yaml(text: str, where: str, limits: ParseLimits = DEFAULT_LIMITS) -> Any:
@@ -75,9 +82,9 @@ def load_yaml(text: str, where: str, limits: ParseLimits = DEFAULT_LIMITS) -> An
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise UnsafeInput(f"{where}: invalid YAML{at}: {exc.problem or exc.context}") from None
+        raise UnsafeInput(where, f"invalid YAML{at}: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
-        raise UnsafeInput(f"{where}: invalid YAML: {exc}") from None
+        raise UnsafeInput(where, f"invalid YAML: {exc}") from None
     finally:
         loader.dispose()
 
@@ -95,16 +102,18 @@ def _check_yaml_nodes(root: yaml.Node, where: str, limits: ParseLimits) -> None:
         visits += 1
         if visits > limits.max_nodes:
             raise UnsafeInput(
-                f"{where}: more than {limits.max_nodes} values once aliases are expanded "
-                "(a YAML alias bomb or a recursive alias?)"
+                where,
+                f"more than {limits.max_nodes} values once aliases are expanded "
+                "(a YAML alias bomb or a recursive alias?)",
             )
         if depth > limits.max_depth:
-            raise UnsafeInput(f"{where}: nested deeper than {limits.max_depth} levels")
+            raise UnsafeInput(where, f"nested deeper than {limits.max_depth} levels")
         if isinstance(node, yaml.ScalarNode):
             if node.tag == _INT_TAG and len(node.value) > limits.max_int_digits:
                 raise UnsafeInput(
-                    f"{where}: an integer of {len(node.value)} digits "
-                    f"(limit {limits.max_int_digits}) at line {node.start_mark.line + 1}"
+                    where,
+                    f"an integer of {len(node.value)} digits "
+                    f"(limit {limits.max_int_digits}) at line {node.start_mark.line + 1}",
                 )
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1) for child in node.value)
@@ -116,9 +125,7 @@ def _check_yaml_nodes(root: yaml.Node, where: str, limits: ParseLimits) -> None:
 
 def _check_size(text: str, where: str, limits: ParseLimits) -> None:
     if len(text) > limits.max_bytes:
-        raise UnsafeInput(
-            f"{where}: {len(text)} characters exceeds the limit of {limits.max_bytes}"
-        )
+        raise UnsafeInput(where, f"{len(text)} characters exceeds the limit of {limits.max_bytes}")
 
 
 class _IntTooLong(ValueError):
@@ -141,16 +148,16 @@ def load_json(text: str, where: str, limits: ParseLimits = DEFAULT_LIMITS) -> An
         value = json.loads(text, parse_int=parse_int, parse_constant=parse_constant)
     except _IntTooLong as exc:
         raise UnsafeInput(
-            f"{where}: an integer of {exc.args[0]} digits (limit {limits.max_int_digits})"
+            where, f"an integer of {exc.args[0]} digits (limit {limits.max_int_digits})"
         ) from None
     except RecursionError:
-        raise UnsafeInput(f"{where}: nested deeper than {limits.max_depth} levels") from None
+        raise UnsafeInput(where, f"nested deeper than {limits.max_depth} levels") from None
     except json.JSONDecodeError as exc:
         raise UnsafeInput(
-            f"{where}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            where, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
     except ValueError as exc:
-        raise UnsafeInput(f"{where}: invalid JSON: {exc}") from None
+        raise UnsafeInput(where, f"invalid JSON: {exc}") from None
     _check_json_depth(value, where, limits)
     return value
 
@@ -166,9 +173,9 @@ def _check_json_depth(root: Any, where: str, limits: ParseLimits) -> None:
         value, depth = stack.pop()
         visits += 1
         if depth > limits.max_depth:
-            raise UnsafeInput(f"{where}: nested deeper than {limits.max_depth} levels")
+            raise UnsafeInput(where, f"nested deeper than {limits.max_depth} levels")
         if visits > limits.max_nodes:
-            raise UnsafeInput(f"{where}: more than {limits.max_nodes} values")
+            raise UnsafeInput(where, f"more than {limits.max_nodes} values")
         if isinstance(value, dict):
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):

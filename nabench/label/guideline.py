@@ -13,9 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import load_yaml, read_text
 
 GUIDELINE_DIR = Path(__file__).resolve().parents[1] / "guidelines"
 
@@ -96,11 +95,11 @@ def load_guideline(name_or_path: str = "na_applicability") -> Guideline:
         path = GUIDELINE_DIR / f"{name_or_path}.md"
     if not path.is_file():
         raise NabenchError(f"guideline {name_or_path!r} not found ({path})")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if not text.startswith("---\n") or "\n---\n" not in text[4:]:
         raise NabenchError(f"{path}: a guideline needs YAML front matter between '---' lines")
     front, body = text[4:].split("\n---\n", 1)
-    meta = yaml.safe_load(front) or {}
+    meta = load_yaml(front, f"{path} front matter") or {}
     try:
         rules = tuple(Rule(r["id"], r["title"], r["text"]) for r in meta["rules"])
         examples = tuple(

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from nabench.core.errors import RecipeError
+from nabench.core.safe_load import ParseLimits, UnsafeInput, load_yaml_file
 from nabench.pipelines.artifacts import build_artifacts
 from nabench.pipelines.na import build as build_na
 from nabench.pipelines.selfknow import build_selfknow
@@ -22,6 +22,10 @@ from nabench.selfknow.recipe import SelfKnowRecipe
 RECIPE_DIR = Path(__file__).parents[1] / "recipes"
 
 
+# A recipe is a few dozen lines: anything near these caps is an attack or a mistake.
+RECIPE_LIMITS = ParseLimits(max_bytes=256 * 2**10, max_nodes=20_000, max_depth=32)
+
+
 def shipped_recipes() -> dict[str, Path]:
     """Name -> path of every recipe shipped with nabench."""
     return {p.stem: p for p in sorted(RECIPE_DIR.glob("*.yaml"))}
@@ -29,7 +33,7 @@ def shipped_recipes() -> dict[str, Path]:
 
 def recipe_summary(path: Path) -> str:
     """One line for `nabench list`: name, version, kind and description."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = load_yaml_file(path, RECIPE_LIMITS) or {}
     return (
         f"{data.get('name', path.stem):<22} v{data.get('version', '?'):<8} "
         f"{data.get('kind', 'na'):<10} {data.get('description', '').strip()}"
@@ -94,10 +98,8 @@ def parse_recipe(data: Any, origin: str) -> Any:
 
 
 def read_recipe_file(path: Path) -> Any:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise RecipeError(f"{path}: not valid YAML: {exc}") from None
-    except OSError as exc:
-        raise RecipeError(f"{path}: cannot read recipe: {exc.strerror}") from None
+    try:  # bounded: alias bombs, deep nesting, huge files and bad UTF-8 are one-line errors
+        data = load_yaml_file(path, RECIPE_LIMITS)
+    except UnsafeInput as exc:
+        raise RecipeError(f"recipe {exc}") from None
     return parse_recipe(data, str(path))

@@ -16,7 +16,6 @@ Every violation names the file, the row (0-based position; JSONL line = row + 1)
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,15 +23,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nabench.audit.patterns import option_patterns, text_reasons
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import (
+    ParseLimits,
+    UnsafeInput,
+    decode_utf8,
+    load_json,
+    load_yaml,
+    read_text,
+)
 from nabench.perturb import BUILDERS, ItemColumns, LabelColumns
 from nabench.schemas.contribution import ContributionHeader
 from nabench.schemas.item import Item, PerturbedItem
 from nabench.schemas.tables import PERTURBED_ARROW
 from nabench.sources import get_source, item_table
-from nabench.validate.invariants import ValidationReport, Violation, check_perturbed
+from nabench.validate.invariants import (
+    KNOWN_NA_TEXTS,
+    VARIANTS,
+    ValidationReport,
+    Violation,
+    check_perturbed,
+)
 
 HEADER = "contribution.yaml"
+# Bounds for the parsers: a header is a page of YAML, a row a few hundred bytes of JSON.
+HEADER_LIMITS = ParseLimits(max_bytes=64 * 2**10, max_nodes=5_000, max_depth=16)
+ROW_LIMITS = ParseLimits(max_bytes=1 * 2**20, max_nodes=10_000, max_depth=16)
+GOLDEN_LIMITS = ParseLimits(max_bytes=20 * 2**20, max_nodes=2_000_000, max_depth=16)
 DATA_SUFFIXES = (".jsonl", ".parquet")
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _COMPARED = ("source", "subject", "question")
@@ -105,7 +123,22 @@ def contribution_folders(path: Path, ctx: _Context) -> list[Path]:
         return [path]
     folders = []
     for child in sorted(path.iterdir()):
-        if child.name.startswith(".") or not child.is_dir() or child.is_symlink():
+        if child.is_symlink() and child.is_dir():
+            ctx.add(
+                child.name,
+                "folder_skipped",
+                "a symlinked folder is not checked; commit the contribution itself",
+            )
+            continue
+        if child.name.startswith(".") and child.is_dir():
+            ctx.add(
+                child.name,
+                "folder_skipped",
+                "a hidden folder is not checked; rename it "
+                "(contribution names start with a letter or digit)",
+            )
+            continue
+        if not child.is_dir():
             continue
         if (child / HEADER).is_file() or (child / HEADER).is_symlink():
             folders.append(child)
@@ -129,7 +162,11 @@ def validate_contributions(
         limits=limits or Limits(),
     )
     for folder in contribution_folders(Path(path), ctx):
-        _validate_one(folder, ctx)
+        try:
+            _validate_one(folder, ctx)
+        except (NabenchError, OSError, ValueError, RecursionError) as exc:
+            # Whatever a hostile folder does, it is reported and the others are still checked.
+            ctx.add(folder.name, "contribution_readable", f"{type(exc).__name__}: {exc}")
     if not ctx.sources:
         ctx.notes.append("source traceability not checked (no --source given)")
     if release is None:
@@ -176,7 +213,6 @@ def _scan_files(folder: Path, ctx: _Context) -> set[str]:
 
 
 def _read_header(folder: Path, bad: set[str], ctx: _Context) -> Any:
-    import yaml
     from pydantic import ValidationError
 
     where = f"{folder.name}/{HEADER}"
@@ -190,12 +226,9 @@ def _read_header(folder: Path, bad: set[str], ctx: _Context) -> Any:
         ctx.add(where, "size_limit", f"header exceeds {ctx.limits.max_header_bytes} bytes")
         return None
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        ctx.add(where, "header_yaml", f"invalid YAML{at}: {problem}")
+        raw = load_yaml(read_text(path, HEADER_LIMITS), where, HEADER_LIMITS)
+    except UnsafeInput as exc:
+        ctx.add(where, "header_yaml", exc.problem)
         return None
     if not isinstance(raw, dict):
         ctx.add(where, "header_yaml", f"expected a mapping, got {type(raw).__name__}")
@@ -248,15 +281,14 @@ def _read_rows(folder: Path, name: str, ctx: _Context) -> _Rows | None:
         return None
     raw_rows: list[Any] = []
     if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for i, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                try:
-                    raw_rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    ctx.add(where, "row_json", f"line {i + 1}: {exc.msg}", row=len(raw_rows))
-                    raw_rows.append(None)
+        for i, line in enumerate(path.read_bytes().split(b"\n")):
+            if not line.strip():
+                continue
+            try:
+                raw_rows.append(load_json(decode_utf8(line, where), where, ROW_LIMITS))
+            except UnsafeInput as exc:
+                ctx.add(where, "row_json", f"line {i + 1}: {exc.problem}", row=len(raw_rows))
+                raw_rows.append(None)
     else:
         import pyarrow.parquet as pq
 
@@ -316,7 +348,7 @@ def _release_index(release: Path) -> dict[tuple[Any, ...], str]:
             continue
         table = pq.read_table(path, columns=["id", "choices", "answer"])
         for i, row in enumerate(table.to_pylist()):
-            index.setdefault(_row_key(row), f"{rel} row {i}")
+            index.setdefault(_row_key(row), f"{rel} row {i + 1}")
     return index
 
 
@@ -427,9 +459,9 @@ def _golden(
         ctx.add(where, "golden_present", "golden pairs file is missing")
         return
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        ctx.add(where, "golden_json", f"invalid JSON: {exc}")
+        raw = load_json(read_text(path, GOLDEN_LIMITS), where, GOLDEN_LIMITS)
+    except UnsafeInput as exc:
+        ctx.add(where, "golden_json", exc.problem)
         return
     try:
         golden = _Golden.model_validate(raw)
@@ -438,6 +470,13 @@ def _golden(
             loc = ".".join(str(p) for p in err["loc"])
             ctx.add(where, f"golden_schema:{loc}", _pydantic_message(err))
         return
+    expected_type = header.parameters.get("builder") or next((r["variant"] for r in rows), None)
+    if golden.type not in VARIANTS or (expected_type and golden.type != expected_type):
+        ctx.add(
+            where,
+            "golden_type",
+            f"type {golden.type!r} must be the contribution's variant {expected_type!r}",
+        )
     if not golden.test_cases:
         ctx.add(where, "golden_present", "no test cases")
         return
@@ -491,6 +530,74 @@ def _golden(
                 )
 
 
+# Which audit reason an inserted text of each variant must be flagged for.
+_INSERTED_REASON = {
+    "na_keyed": "has_none_option",
+    "na_distractor": "has_none_option",
+    "all_of_the_above": "has_all_option",
+}
+
+
+def _recognised(text: str, variant: Any) -> bool:
+    """Is `text` a phrasing of the kind `variant` inserts (by the audit's own patterns)?"""
+    wanted = _INSERTED_REASON.get(str(variant))
+    reasons = text_reasons(text)
+    return wanted in reasons if wanted else bool(reasons)
+
+
+def _check_na_texts(where: str, header: Any, rows: _Rows, ctx: _Context) -> None:
+    """Each row's NA text is a known phrasing, or the declared one, and either way one the
+    audit recognises: a distractor replaced by "Jupiter" is not an NA variant."""
+    declared = header.parameters.get("na_text")
+    verdicts: dict[tuple[str, str], bool] = {}
+    for row, pos in zip(rows.rows, rows.positions, strict=True):
+        text, variant = row.get("na_text"), row["variant"]
+        if variant not in _INSERTED_REASON:
+            continue
+        if text is None:
+            continue  # na_exactly_once reports it
+        key = (text, variant)
+        if key not in verdicts:
+            known = text in KNOWN_NA_TEXTS or text == "All of the above" or text == declared
+            verdicts[key] = known and _recognised(text, variant)
+        if not verdicts[key]:
+            ctx.add(
+                where,
+                "na_text_recognised",
+                f"na_text {text!r} is neither a known phrasing nor a declared one the audit "
+                f"recognises as {_INSERTED_REASON[variant]}",
+                pos,
+                row["id"],
+            )
+
+
+def _check_rebuild(where: str, header: Any, rows: _Rows, ctx: _Context) -> None:
+    """With a declared builder, every row (not only the golden pairs) is rebuilt from its own
+    source fields and must come out identical."""
+    inputs = [
+        {
+            "id": r["id"],
+            "source": r["source"],
+            "subject": r["subject"],
+            "question": r["question"],
+            "choices": r["original_choices"],
+            "answer": r["original_answer"],
+        }
+        for r in rows.rows
+    ]
+    produced = rebuild(inputs, header.parameters, rows.rows)
+    builder = header.parameters["builder"]
+    for row, pos, made in zip(rows.rows, rows.positions, produced, strict=True):
+        if made != row:
+            ctx.add(
+                where,
+                "row_rebuild_mismatch",
+                f"builder {builder!r} gives another row: " + _diff(made, row),
+                pos,
+                row["id"],
+            )
+
+
 def _validate_one(folder: Path, ctx: _Context) -> None:
     bad = _scan_files(folder, ctx)
     header = _read_header(folder, bad, ctx)
@@ -507,6 +614,16 @@ def _validate_one(folder: Path, ctx: _Context) -> None:
     problem = _builder_problem(header.parameters)
     if problem:
         ctx.add(f"{folder.name}/{HEADER}", "header:parameters", problem)
+    declared_na = header.parameters.get("na_text")
+    if isinstance(declared_na, str) and not _recognised(
+        declared_na, header.parameters.get("builder")
+    ):
+        ctx.add(
+            f"{folder.name}/{HEADER}",
+            "na_text_recognised",
+            f"parameters.na_text {declared_na!r} is not an NA / all-of-the-above phrasing "
+            f"the audit recognises ({option_patterns().manifest()['file']})",
+        )
     na_text = header.parameters.get("na_text")
     extra = (na_text,) if isinstance(na_text, str) else ()
     source = _source_items(header, ctx, f"{folder.name}/{HEADER}")
@@ -520,6 +637,9 @@ def _validate_one(folder: Path, ctx: _Context) -> None:
             continue
         where = f"{folder.name}/{name}"
         _invariants(folder, rows, extra, ctx)
+        _check_na_texts(where, header, rows, ctx)
+        if problem is None and "builder" in header.parameters:
+            _check_rebuild(where, header, rows, ctx)
         for row, pos in zip(rows.rows, rows.positions, strict=True):
             rid = row["id"]
             if row["source"] != header.source.dataset or not rid.startswith(
@@ -533,9 +653,9 @@ def _validate_one(folder: Path, ctx: _Context) -> None:
                     rid,
                 )
             key = (rid, row["variant"], row["na_text"], tuple(row["choices"]))
-            if key in seen and seen[key] != f"{name} row {pos}":
+            if key in seen and seen[key] != f"{name} row {pos + 1}":
                 ctx.add(where, "duplicate_in_contribution", f"same row as {seen[key]}", pos, rid)
-            seen.setdefault(key, f"{name} row {pos}")
+            seen.setdefault(key, f"{name} row {pos + 1}")
             if ctx.release is not None and _row_key(row) in ctx.release:
                 ctx.add(
                     where,

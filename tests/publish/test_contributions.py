@@ -25,6 +25,7 @@ from nabench.validate.contributions import main as contributions_main
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "contributions" / "example-na-distractor-none-of-these"
 NAME = EXAMPLE.name
+IDS = [json.loads(line)["id"] for line in (EXAMPLE / "rows.jsonl").read_text().splitlines()]
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -44,23 +45,9 @@ def contrib(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def example_source(tmp_path: Path) -> dict[str, str]:
-    """The invented items as an MMLU-layout source (config `example`), rebuilt from the rows'
-    original fields in id order: ids are traced against this fixture, not real MMLU."""
-    rows = sorted(read_jsonl(EXAMPLE / "rows.jsonl"), key=lambda r: r["id"])
-    assert [r["id"] for r in rows] == [f"mmlu/example/test/{i:05d}" for i in range(len(rows))]
-    folder = tmp_path / "example-source"
-    folder.mkdir()
-    table = pa.table(
-        {
-            "question": [r["question"] for r in rows],
-            "subject": [r["subject"] for r in rows],
-            "choices": [r["original_choices"] for r in rows],
-            "answer": [r["original_answer"] for r in rows],
-        }
-    )
-    pq.write_table(table, folder / "test-00000-of-00001.parquet")
-    return {"mmlu": str(folder)}
+def example_source(mmlu_dir: Path) -> dict[str, str]:
+    """The example's rows are MMLU dev rows: ids are traced against the real data."""
+    return {"mmlu": str(mmlu_dir)}
 
 
 def messages(path: Path, **kw: Any) -> list[str]:
@@ -116,7 +103,7 @@ def _na_twice(rows: list[dict[str, Any]]) -> None:
 
 
 def _unknown_id(rows: list[dict[str, Any]]) -> None:
-    rows[4]["id"] = "mmlu/example/test/00099"
+    rows[4]["id"] = "mmlu/all/dev/99999"
 
 
 def _symlink_out(folder: Path) -> None:
@@ -160,28 +147,28 @@ CASES: list[tuple[str, Callable[[Path], None], str]] = [
     (
         "wrong key",
         _rows_edit(_wrong_key),
-        f"{NAME}/rows.jsonl row 2 id=mmlu/example/test/00002: [na_distractor_key_is_gold]",
+        f"{NAME}/rows.jsonl row 3 id={IDS[2]}: [na_distractor_key_is_gold]",
     ),
     (
         "duplicate choices",
         _rows_edit(_dup_choices),
-        f"{NAME}/rows.jsonl row 1 id=mmlu/example/test/00001: [choices_distinct]",
+        f"{NAME}/rows.jsonl row 2 id={IDS[1]}: [choices_distinct]",
     ),
     (
         "NA twice",
         _rows_edit(_na_twice),
-        f"{NAME}/rows.jsonl row 3 id=mmlu/example/test/00003: [na_exactly_once] "
+        f"{NAME}/rows.jsonl row 4 id={IDS[3]}: [na_exactly_once] "
         "'None of these answers' appears 2 times",
     ),
     (
         "unknown source id",
         _rows_edit(_unknown_id),
-        f"{NAME}/rows.jsonl row 4 id=mmlu/example/test/00099: [source_id_known]",
+        f"{NAME}/rows.jsonl row 5 id=mmlu/all/dev/99999: [source_id_known]",
     ),
     (
         "content differs from source",
         _rows_edit(lambda rows: rows[0].update(question="Which planet is largest?")),
-        f"{NAME}/rows.jsonl row 0 id=mmlu/example/test/00000: [source_row_matches] "
+        f"{NAME}/rows.jsonl row 1 id={IDS[0]}: [source_row_matches] "
         "row disagrees with its source item on question",
     ),
     (
@@ -214,7 +201,7 @@ CASES: list[tuple[str, Callable[[Path], None], str]] = [
     (
         "golden pair mismatch",
         _golden_mismatch,
-        f"{NAME}/tests.json row 0 id=mmlu/example/test/00000: [golden_pair_mismatch] builder "
+        f"{NAME}/tests.json row 1 id={IDS[0]}: [golden_pair_mismatch] builder "
         "'na_distractor' gives another output: choices: expected",
     ),
     (
@@ -232,12 +219,12 @@ CASES: list[tuple[str, Callable[[Path], None], str]] = [
         lambda f: (f / "rows.jsonl").write_text(
             (f / "rows.jsonl").read_text().replace("}\n", "\n", 1)
         ),
-        f"{NAME}/rows.jsonl row 0 id=-: [row_json] line 1:",
+        f"{NAME}/rows.jsonl row 1 id=-: [row_json] line 1:",
     ),
     (
         "row schema",
         _rows_edit(lambda rows: rows[5].update(answer=-1)),
-        f"{NAME}/rows.jsonl row 5 id=mmlu/example/test/00005: [schema:answer]",
+        f"{NAME}/rows.jsonl row 6 id={IDS[5]}: [schema:answer]",
     ),
 ]
 
@@ -263,8 +250,8 @@ def test_duplicate_against_release(
     release = _release(tmp_path)
     found = messages(contrib, sources=example_source, release=release)
     assert found == [
-        f"{NAME}/rows.jsonl row 5 id=mmlu/example/test/00005: [duplicate_of_release] already "
-        "released as na_distractor/test-00000-of-00001.parquet row 0"
+        f"{NAME}/rows.jsonl row 6 id={IDS[5]}: [duplicate_of_release] already "
+        "released as na_distractor/test-00000-of-00001.parquet row 1"
     ]
 
 
@@ -309,7 +296,7 @@ def test_traceability_against_real_mmlu(tmp_path: Path, mmlu_dir: Path) -> None:
     rows[3]["id"] = "mmlu/all/test/99999"
     write_jsonl(folder / "rows.jsonl", rows)
     assert messages(folder.parent, sources=sources) == [
-        "mmlu-na-keyed/rows.jsonl row 3 id=mmlu/all/test/99999: [source_id_known] id is not a "
+        "mmlu-na-keyed/rows.jsonl row 4 id=mmlu/all/test/99999: [source_id_known] id is not a "
         "row of mmlu all/test"
     ]
 
@@ -326,6 +313,6 @@ def test_workflow_runs_the_validator() -> None:
     wf = yaml.safe_load((REPO / ".github" / "workflows" / "validate-contributions.yml").read_text())
     steps = wf["jobs"]["validate"]["steps"]
     runs = "\n".join(s.get("run", "") for s in steps)
-    assert "nabench.validate.contributions contributions/" in runs
+    assert 'nabench validate contributions/ "${args[@]}" --release release' in runs
     assert "--release release" in runs and "--source" in runs
     assert wf[True]["pull_request"]["paths"] == ["contributions/**"]  # YAML 1.1: on -> True
