@@ -107,7 +107,9 @@ def _check_yaml_nodes(root: yaml.Node, where: str, limits: ParseLimits) -> None:
                 "(a YAML alias bomb or a recursive alias?)",
             )
         if depth > limits.max_depth:
-            raise UnsafeInput(where, f"nested deeper than {limits.max_depth} levels")
+            raise UnsafeInput(
+                where, f"nested deeper than {limits.max_depth} levels (or a recursive alias)"
+            )
         if isinstance(node, yaml.ScalarNode):
             if node.tag == _INT_TAG and len(node.value) > limits.max_int_digits:
                 raise UnsafeInput(
