@@ -19,6 +19,7 @@ from nabench.cli import main
 from nabench.pipelines.na import build
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions
+from nabench.publish.plan import make_plan
 
 FILE = "test-00000-of-00001.parquet"
 ROW = 17
@@ -194,3 +195,16 @@ def test_added_config_is_named(copy: Path) -> None:
     code, output = _validate(copy)
     assert code == 1
     assert f"extra/{FILE}: [manifest_file_listed]" in output
+
+
+def test_published_tree_still_validates(small_build: Path, tmp_path: Path) -> None:
+    """Publishing finalizes the card (tag, changelog) and re-seals it with the updated
+    build.json: the tree a release holds passes `nabench validate` as built."""
+    plan = make_plan(small_build, "me/mmlu-na", version="1.0.0")
+    target = tmp_path / "published"
+    for planned in plan.adds:
+        (target / planned.path).parent.mkdir(parents=True, exist_ok=True)
+        (target / planned.path).write_bytes(planned.content)
+    assert (target / "README.md").read_bytes() != (small_build / "README.md").read_bytes()
+    code, output = _validate(target)
+    assert code == 0, output
