@@ -48,6 +48,11 @@ def list_cmd() -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Output folder [build/<recipe>].")
 @click.option("--split", "splits", multiple=True, help="Split(s) to build [recipe's].")
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N items per split.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Use a seeded sample of N items per split, stratified by subject.",
+)
 @click.option("--seed", type=int, help="Override the recipe seed.")
 @click.option("--labels", help="'none' (all eligible items) or a labels file [recipe's].")
 @click.option(
@@ -65,6 +70,7 @@ def build(
     out: Path | None,
     splits: tuple[str, ...],
     limit: int | None,
+    sample: int | None,
     seed: int | None,
     labels: str | None,
     strict: bool,
@@ -88,6 +94,7 @@ def build(
             out=out,
             splits=splits or None,
             limit=limit,
+            sample=sample,
             seed=seed,
             labels=labels,
             strict=strict,

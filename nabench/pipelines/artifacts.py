@@ -17,6 +17,7 @@ from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, check_strict
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.sources import LoadedSplit, Source, get_source
+from nabench.sources.sample import select_items
 from nabench.stage.cards import mcqa_card_metadata, render_card
 from nabench.stage.hub_layout import (
     StagedTable,
@@ -102,7 +103,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     groups: dict[str, int] = {}
     for split in splits:
         ls = loaded[split]
-        items = ls.items if options.limit is None else ls.items.slice(0, options.limit)
+        items = select_items(ls.items, limit=options.limit, sample=options.sample, seed=seed)
         sources_meta[split] = {
             "origin": ls.origin,
             "fingerprint": ls.fingerprint,
@@ -137,6 +138,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         **manifest_header("artifacts", recipe, seed),
         "splits": splits,
         "limit": options.limit,
+        "sample": options.sample,
         "source": source_section(source, recipe, location, sources_meta),
         "fewshot": {
             "protocol": fs.protocol,

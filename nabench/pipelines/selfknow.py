@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from nabench.core.errors import NabenchError
 from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, get_backend, write_stats
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock
@@ -239,6 +240,8 @@ def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult
     ``options.cache`` (``nabench build --cache``) chooses the response cache, by default
     ``<out>.cache.sqlite``.
     """
+    if options.sample is not None:
+        raise NabenchError("--sample applies to item datasets; a selfknow build takes --limit")
     out = options.out or Path("build") / recipe.name
     run = run_selfknow(
         recipe,

@@ -23,6 +23,7 @@ class BuildOptions:
     out: Path | None = None
     splits: Sequence[str] | None = None
     limit: int | None = None
+    sample: int | None = None  # a seeded sample of N items stratified by subject
     seed: int | None = None
     labels: str | None = None  # "none", a path, or None for the recipe's setting
     cache: Path | None = None  # LLM response cache (labeling); default ~/.cache/nabench

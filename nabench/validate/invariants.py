@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from nabench.core.arrow import ListColumn, as_bool_mask
 from nabench.schemas.tables import pandera_schema
+from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, RowView, placement_rules
 
 KNOWN_NA_TEXTS = (
     "None of the above",
@@ -143,7 +144,7 @@ def check_perturbed(
         ),
         (
             "na_exactly_once",
-            is_keyed | is_dist | is_aota,
+            is_keyed | is_dist | is_aota | is_variant(NA_KEYED_LAST) | is_variant(FOREIGN_KEY),
             lambda: na_count() != 1,
             lambda i: f"{show(na_text, i)} appears {na_count()[i]} times (expected exactly once)",
         ),
@@ -214,6 +215,9 @@ def check_perturbed(
             lambda i: "id repeats an earlier row",
         ),
     ]
+    rules += placement_rules(
+        RowView(choices, original, answer, orig_answer, replaced, na_text, variant)
+    )
     out: list[Violation] = []
     for rule, scope, broken, explain in rules:
         if not scope.any():
