@@ -17,7 +17,13 @@ from nabench.label import FileLabels, llm_label_source
 from nabench.label.files import apply_labels
 from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, check_strict
+from nabench.pipelines.skeleton import (
+    BuildOptions,
+    BuildResult,
+    PhaseClock,
+    build_protocol,
+    check_strict,
+)
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import select_items
@@ -69,6 +75,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     seed = recipe.seed if options.seed is None else options.seed
     splits = list(options.splits or recipe.source.splits)
     out = options.out or Path("build") / recipe.name
+    protocol = build_protocol(options.protocol)  # NA builds only record it
     builders = make_builders(recipe)
     na_texts = tuple(
         t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts
@@ -150,6 +157,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             "splits": splits,
             "limit": options.limit,
             "sample": options.sample,
+            "protocol": protocol.record(),
             "source": source_section(
                 source, recipe, options.source or recipe.source.hub_id, sources_meta
             ),
