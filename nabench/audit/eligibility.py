@@ -16,6 +16,7 @@ from nabench.schemas.tables import EXCLUDED_ARROW
 
 # Order matters: the first reason that applies is the primary `reason`.
 REASONS = (
+    "excluded_subject",  # a recipe choice (`exclude_subjects`), so it comes before any defect
     "not_four_choices",
     "empty_choice",
     "duplicate_choices",
@@ -41,12 +42,14 @@ def audit_items(
     na_texts: Iterable[str] = (),
     all_texts: Iterable[str] = (),
     n_choices: int = 4,
+    exclude_subjects: Iterable[str] = (),
 ) -> Audit:
     """Split items into eligible and excluded, vectorised over the flattened choices.
 
     `na_texts` / `all_texts` are the phrasings the recipe will insert: an item that already
     holds one of them is quarantined as has_none_option / has_all_option, as is one holding
-    any phrasing of `option_patterns.yaml`. Options are compared after `normalise`.
+    any phrasing of `option_patterns.yaml` (options compared after `normalise`). Items of a
+    subject in `exclude_subjects` are quarantined as excluded_subject.
     """
     choices = items.column("choices").combine_chunks()
     lists = ListColumn(choices)  # its flat values line up with `flat` (null lists hold none)
@@ -62,7 +65,14 @@ def audit_items(
         "duplicate_choices": lists.has_duplicates(normalise(flat, fold=False).fill_null("")),
         **{reason: lists.per_row_any(mask) for reason, mask in option_flags.items()},
     }
+    flags["excluded_subject"] = subject_mask(items, exclude_subjects)
     return split_by_flags(items, flags)
+
+
+def subject_mask(items: pa.Table, subjects: Iterable[str]) -> np.ndarray:
+    """Rows whose subject is one of `subjects`."""
+    wanted = pa.array(sorted(set(subjects)), pa.string())
+    return as_bool_mask(pc.is_in(items.column("subject"), value_set=wanted))
 
 
 def split_by_flags(items: pa.Table, flags: dict[str, np.ndarray]) -> Audit:

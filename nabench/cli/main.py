@@ -20,6 +20,7 @@ from nabench.pipelines.label import run_label_command
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
+from nabench.schemas.protocol import protocols
 from nabench.validate import validate_path
 from nabench.validate.contributions import parse_sources
 
@@ -48,7 +49,17 @@ def list_cmd() -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Output folder [build/<recipe>].")
 @click.option("--split", "splits", multiple=True, help="Split(s) to build [recipe's].")
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N items per split.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Use a seeded sample of N items per split, stratified by subject.",
+)
 @click.option("--seed", type=int, help="Override the recipe seed.")
+@click.option(
+    "--protocol",
+    type=click.Choice(sorted(protocols())),
+    help="A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench].",
+)
 @click.option("--labels", help="'none' (all eligible items) or a labels file [recipe's].")
 @click.option(
     "--strict", is_flag=True, help="Fail on malformed source rows instead of quarantining."
@@ -65,7 +76,9 @@ def build(
     out: Path | None,
     splits: tuple[str, ...],
     limit: int | None,
+    sample: int | None,
     seed: int | None,
+    protocol: str | None,
     labels: str | None,
     strict: bool,
     cache: Path | None,
@@ -88,7 +101,9 @@ def build(
             out=out,
             splits=splits or None,
             limit=limit,
+            sample=sample,
             seed=seed,
+            protocol=protocol,
             labels=labels,
             strict=strict,
             cache=cache,

@@ -3,23 +3,27 @@
 from nabench.core.rng import item_rng
 from nabench.perturb._base import Builder, slug
 from nabench.perturb.all_of_the_above import AllOfTheAbove
+from nabench.perturb.foreign_key import ForeignKey
 from nabench.perturb.na_distractor import NADistractor
 from nabench.perturb.na_keyed import NAKeyed
+from nabench.perturb.na_keyed_last import NAKeyedLast
 from nabench.perturb.original import Original
 from nabench.schemas.columns import ItemColumns, LabelColumns
 
 BUILDERS: dict[str, type[Builder]] = {
-    b.kind: b for b in (Original, NAKeyed, NADistractor, AllOfTheAbove)
+    b.kind: b for b in (Original, NAKeyed, NAKeyedLast, NADistractor, AllOfTheAbove, ForeignKey)
 }
 
 __all__ = [
     "BUILDERS",
     "AllOfTheAbove",
     "Builder",
+    "ForeignKey",
     "ItemColumns",
     "LabelColumns",
     "NADistractor",
     "NAKeyed",
+    "NAKeyedLast",
     "Original",
     "item_rng",
     "slug",

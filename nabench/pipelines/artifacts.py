@@ -13,10 +13,12 @@ import pyarrow as pa
 
 from nabench.audit.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
 from nabench.core.errors import NabenchError, ValidationFailed
-from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, check_strict
+from nabench.perturb.artifacts import PROMPT_TYPES, Items, TextMode, plan_fewshot
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, build_protocol, check_strict
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
+from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
+from nabench.sources.sample import select_items
 from nabench.stage.cards import mcqa_card_metadata, render_card
 from nabench.stage.hub_layout import (
     StagedTable,
@@ -77,6 +79,8 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     if pool_config == recipe.source.config and fs.split in splits:
         raise NabenchError(f"few-shot split {fs.split!r} is also an evaluated split")
     location = options.source or recipe.source.hub_id
+    protocol = build_protocol(options.protocol)
+    text = artifacts_preset(protocol).text
 
     loaded = {
         split: _load(source, recipe, location, split, recipe.source.config, seed)
@@ -93,7 +97,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         keep = [record_key(i) not in evaluated for i in pool.column("id").to_pylist()]
         removed_overlap = pool.num_rows - sum(keep)
         pool = pool.filter(pa.array(keep, pa.bool_()))
-    pool_items = Items.from_table(pool)
+    pool_items = Items.from_table(pool, text)
 
     staged: list[StagedTable] = []
     excluded_tables: list[pa.Table] = []
@@ -102,7 +106,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     groups: dict[str, int] = {}
     for split in splits:
         ls = loaded[split]
-        items = ls.items if options.limit is None else ls.items.slice(0, options.limit)
+        items = select_items(ls.items, limit=options.limit, sample=options.sample, seed=seed)
         sources_meta[split] = {
             "origin": ls.origin,
             "fingerprint": ls.fingerprint,
@@ -113,7 +117,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         audit = audit_for_artifacts(items)
         check_strict(audit.excluded, options.strict)
         excluded_tables.append(audit.excluded)
-        test_items = Items.from_table(audit.eligible)
+        test_items = Items.from_table(audit.eligible, text)
         plan = plan_fewshot(
             test_items, pool_items, protocol=fs.protocol, k=fs.k, seed=seed, dataset=source.name
         )
@@ -127,7 +131,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     used = pool.take(pa.array(sorted(used_pool_rows), pa.int64()))
     staged.append(StagedTable(FEWSHOT_CONFIG, fs.split, used))
 
-    violations = validate_artifact_staged(staged, k=fs.k, pool=pool)
+    violations = validate_artifact_staged(staged, k=fs.k, pool=pool, text=text)
     if violations:
         raise ValidationFailed(summarise_violations(violations))
 
@@ -137,6 +141,9 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         **manifest_header("artifacts", recipe, seed),
         "splits": splits,
         "limit": options.limit,
+        "sample": options.sample,
+        "protocol": protocol.record(),
+        "text": text,
         "source": source_section(source, recipe, location, sources_meta),
         "fewshot": {
             "protocol": fs.protocol,
@@ -180,7 +187,10 @@ def _load(
 
 
 def validate_artifact_staged(
-    staged: Sequence[StagedTable], k: int | None = None, pool: pa.Table | None = None
+    staged: Sequence[StagedTable],
+    k: int | None = None,
+    pool: pa.Table | None = None,
+    text: TextMode = "stripped",
 ) -> list[Violation]:
     """Artifact invariants of every prompt config (few-shot questions searched for when the
     pool is given) and the canonical schema of the `excluded` / `fewshot` configs."""
@@ -195,7 +205,9 @@ def validate_artifact_staged(
         elif st.config == FEWSHOT_CONFIG:
             violations.extend(check_schema(st.table, "item", st.relpath))
         else:
-            violations.extend(check_artifacts(st.table, st.relpath, k=k, questions=questions))
+            violations.extend(
+                check_artifacts(st.table, st.relpath, k=k, questions=questions, text=text)
+            )
     return violations
 
 

@@ -39,7 +39,8 @@ def eligible_items(recipe: Any, options: BuildOptions) -> pa.Table:
             seed=recipe.seed,
         )
         items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
-        tables.append(audit_items(items, na, aota).eligible)
+        excluded = getattr(recipe, "exclude_subjects", ())  # no label calls for left-out subjects
+        tables.append(audit_items(items, na, aota, exclude_subjects=excluded).eligible)
     return pa.concat_tables(tables)
 
 

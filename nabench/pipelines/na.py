@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from nabench.audit.eligibility import audit_items, exclusion_counts, split_by_flags
+from nabench.audit.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
 from nabench.audit.patterns import option_patterns
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.version import __version__
@@ -18,9 +18,16 @@ from nabench.label import FileLabels, llm_label_source
 from nabench.label.files import apply_labels
 from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, check_strict
+from nabench.pipelines.skeleton import (
+    BuildOptions,
+    BuildResult,
+    PhaseClock,
+    build_protocol,
+    check_strict,
+)
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
+from nabench.sources.sample import select_items
 from nabench.stage.cards import context as cc
 from nabench.stage.cards import finalize_parts, mcqa_card_metadata, render_body
 from nabench.stage.hub_layout import (
@@ -44,11 +51,12 @@ def make_builders(recipe: Recipe) -> list[Builder]:
     """One builder per output config; every extra NA phrasing gets its own config."""
     out: list[Builder] = []
     for spec in recipe.variants:
-        cls = BUILDERS[spec.kind]
+        kind = builder_kind(spec)
+        cls = BUILDERS[kind]
         if spec.kind in {"na_keyed", "na_distractor"}:
             texts = spec.na_texts  # type: ignore[union-attr]
             out.extend(
-                cls(na_text=t, name=phrasing_config(spec.kind, t, i == 0))  # type: ignore[call-arg]
+                cls(na_text=t, name=phrasing_config(kind, t, i == 0))  # type: ignore[call-arg]
                 for i, t in enumerate(texts)
             )
         elif spec.kind == "all_of_the_above":
@@ -68,6 +76,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     seed = recipe.seed if options.seed is None else options.seed
     splits = list(options.splits or recipe.source.splits)
     out = options.out or Path("build") / recipe.name
+    protocol = build_protocol(options.protocol)  # NA builds only record it
     builders = make_builders(recipe)
     na_texts = tuple(
         t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts
@@ -92,7 +101,9 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             bar.set_postfix_str(f"load {split}")
             with clock("load"):
                 loaded = _load(source, recipe, options, split, seed)
-            items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
+            items = select_items(
+                loaded.items, limit=options.limit, sample=options.sample, seed=seed
+            )
             sources_meta[split] = {
                 "origin": loaded.origin,
                 "fingerprint": loaded.fingerprint,
@@ -102,7 +113,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             }
             bar.update()
             with clock("audit"):
-                audit = audit_items(items, na_texts, all_texts)
+                audit, donors = _audit_split(recipe, loaded.items, items, na_texts, all_texts)
             check_strict(audit.excluded, options.strict)
             with clock("label"):
                 eligible, label_cols, label_excluded, published = _label(
@@ -111,7 +122,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             excluded = pa.concat_tables([audit.excluded, label_excluded])
             excluded_tables.append(excluded)
             bar.update()
-            columns = ItemColumns.from_table(eligible, label_cols)
+            columns = ItemColumns.from_table(eligible, label_cols, donors)
             for builder in builders:
                 bar.set_postfix_str(f"{builder.config_name}/{split}")
                 with clock("perturb"):
@@ -146,6 +157,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             **manifest_header("na", recipe, seed),
             "splits": splits,
             "limit": options.limit,
+            "sample": options.sample,
+            "protocol": protocol.record(),
             "source": source_section(
                 source, recipe, options.source or recipe.source.hub_id, sources_meta
             ),
@@ -162,6 +175,34 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         with clock("stage"):  # what is left of the background writes, then README + manifest
             area.commit(readme, manifest)
         return BuildResult(out, counts, exclusions, letter_shares, warnings, clock.seconds)
+
+
+def builder_kind(spec: Any) -> str:
+    """The builder a variant spec asks for (`na_keyed` with `position: last` has its own)."""
+    if spec.kind == "na_keyed" and spec.position == "last":
+        return "na_keyed_last"
+    return str(spec.kind)
+
+
+def _audit_split(
+    recipe: Recipe,
+    loaded: pa.Table,
+    items: pa.Table,
+    na_texts: Sequence[str],
+    all_texts: Sequence[str],
+) -> tuple[Audit, pa.Table]:
+    """The audit of the items used, and the donor pool (the audited *whole* split, so a
+    `--limit`/`--sample` build borrows exactly what the full build borrows)."""
+    unknown = sorted(set(recipe.exclude_subjects) - set(loaded.column("subject").to_pylist()))
+    if unknown:
+        raise NabenchError(f"recipe {recipe.name}: exclude_subjects {unknown} not in the source")
+
+    def run(table: pa.Table) -> Audit:
+        return audit_items(table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects)
+
+    audit = run(items)
+    donors = audit.eligible if items.num_rows == loaded.num_rows else run(loaded).eligible
+    return audit, donors
 
 
 def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, seed: int) -> Any:
@@ -273,6 +314,11 @@ def _readme_renderer(
     if manifest.get("limit"):
         limitations.append(
             f"Built from the first {manifest['limit']} items per split only (--limit)."
+        )
+    if manifest.get("sample"):
+        limitations.append(
+            f"Built from a seeded sample of {manifest['sample']} items per split, stratified "
+            "by subject (--sample)."
         )
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:

@@ -12,6 +12,7 @@ configs, an updated card and a manifest section `question_inference`.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +26,12 @@ from nabench.core.rng import item_rng
 from nabench.llm import Backend, ChatRequest, ResponseCache, RunStats, run_cached
 from nabench.perturb.artifacts.question_inference import (
     extract_inferred_question,
+    grouped_derangement,
     replace_test_question,
     seeded_derangement,
 )
 from nabench.pipelines.artifacts import readme_renderer, validate_artifact_staged
+from nabench.schemas.protocol import ArtifactsPreset
 from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
 from nabench.validate.invariants import summarise_violations
 
@@ -80,6 +83,22 @@ def step1_requests(step1: pa.Table, max_tokens: int) -> list[ChatRequest]:
     ]
 
 
+def build_preset(manifest: dict[str, Any]) -> ArtifactsPreset:
+    """The artifacts settings of the protocol the build followed (nabench's for old builds)."""
+    recorded = (manifest.get("protocol") or {}).get("artifacts")
+    return ArtifactsPreset.model_validate(recorded) if recorded else ArtifactsPreset()
+
+
+def control_permutation(
+    aligned: pa.Table, preset: ArtifactsPreset, rng: random.Random
+) -> list[int]:
+    """Whose real question each item of the random-question control shows: a derangement
+    over the split, or within each subject (the `artifacts-paper` protocol)."""
+    if preset.random_question_within == "subject":
+        return grouped_derangement(aligned.column("subject").to_pylist(), rng)
+    return seeded_derangement(aligned.num_rows, rng)
+
+
 def _align(full: pa.Table, ids: Sequence[str]) -> pa.Table:
     index = {item_id: i for i, item_id in enumerate(full.column("id").to_pylist())}
     missing = [i for i in ids if i not in index]
@@ -113,6 +132,7 @@ def infer_questions(
         raise NabenchError(f"{built}: no {STEP1_CONFIG} config (add it to the recipe)")
     seed = int(manifest["seed"])
     dataset = str(manifest["source"]["dataset"])
+    preset = build_preset(manifest)
     new: list[StagedTable] = []
     total = RunStats()
     n_items = n_inferred = n_errors = 0
@@ -146,12 +166,24 @@ def infer_questions(
             .append_column("error", pa.array([c.error for c in comps], pa.string()))
         )
         aligned = _align(full, ids)
-        step2 = replace_test_question(aligned, inferred, ids, STEP2_CONFIG)
-        rng = item_rng(seed, f"{dataset}/{split}", RANDOM_CONFIG)
-        perm = seeded_derangement(len(ids), rng)
+        step2 = replace_test_question(
+            aligned,
+            inferred,
+            ids,
+            STEP2_CONFIG,
+            text=preset.text,
+            keep_missing=preset.qi_keep_missing,
+        )
+        perm = control_permutation(
+            aligned, preset, item_rng(seed, f"{dataset}/{split}", RANDOM_CONFIG)
+        )
         real = aligned.column("question").to_pylist()
         control = replace_test_question(
-            aligned, [real[j] for j in perm], [ids[j] for j in perm], RANDOM_CONFIG
+            aligned,
+            [real[j] for j in perm],
+            [ids[j] for j in perm],
+            RANDOM_CONFIG,
+            text=preset.text,
         )
         new += [
             StagedTable(STEP2_CONFIG, split, step2),
@@ -159,11 +191,11 @@ def infer_questions(
             StagedTable(OUTPUTS_CONFIG, split, outputs),
         ]
         n_items += len(ids)
-        n_inferred += step2.num_rows
+        n_inferred += sum(q is not None for q in inferred)
         n_errors += sum(1 for c in comps if not c.ok)
 
     k = manifest.get("fewshot", {}).get("k")
-    violations = validate_artifact_staged(new, k=k)
+    violations = validate_artifact_staged(new, k=k, text=preset.text)
     if violations:
         raise ValidationFailed(summarise_violations(violations))
     staged = tables + new
@@ -182,6 +214,8 @@ def infer_questions(
         "errors": n_errors,
         "seed": seed,
         "derangement_rng": f'item_rng(seed, "{dataset}/<split>", "{RANDOM_CONFIG}")',
+        "derangement_within": preset.random_question_within,
+        "missing_kept": preset.qi_keep_missing,
         "cache_namespace": CACHE_NAMESPACE,
         "stats": total.to_dict(),
     }

@@ -25,9 +25,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from nabench.core.errors import NabenchError
 from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, get_backend, write_stats
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, build_protocol
+from nabench.schemas.protocol import Protocol
 from nabench.selfknow.classify import ClassificationResult, ClassificationSettings, classify_tasks
 from nabench.selfknow.generate import GenerationResult, GenerationSettings, generate_tasks
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, selfknow_metrics
@@ -70,6 +72,7 @@ def generation_settings(recipe: SelfKnowRecipe, n_per_class: int, seed: int) -> 
         max_attempts=gen.max_attempts,
         batch_size=gen.batch_size,
         chunk_size=gen.chunk_size,
+        refill_rounds=gen.refill_rounds,
     )
 
 
@@ -125,6 +128,7 @@ def run_selfknow(
     progress: bool = False,
     taxonomy: Taxonomy | None = None,
     prompts: PromptSet | None = None,
+    protocol: Protocol | None = None,
 ) -> SelfKnowRun:
     """Run the whole study for ``recipe`` into ``out`` (see the module docstring)."""
     taxonomy = taxonomy or load_taxonomy()
@@ -190,6 +194,8 @@ def run_selfknow(
             recipe, seed, n_per_class, limit, generation, classification, metrics, counts, warnings
         )
         manifest.update({"cache": str(cache_path), "stats": str(stats_path)})
+        if protocol is not None:
+            manifest["protocol"] = protocol.record()
         readme = _readme_renderer(
             recipe,
             seed,
@@ -232,6 +238,23 @@ def run_selfknow(
     )
 
 
+def apply_protocol(recipe: SelfKnowRecipe, protocol: Protocol) -> SelfKnowRecipe:
+    """The recipe with a protocol's selfknow settings (temperatures, refill) applied."""
+    preset = protocol.selfknow
+    if preset is None:
+        return recipe
+    generator = recipe.generator.model_copy(
+        update={
+            "temperature": preset.generation_temperature,
+            "refill_rounds": preset.max_refill_rounds if preset.refill else 0,
+        }
+    )
+    classifier = recipe.classifier.model_copy(
+        update={"temperature": preset.classification_temperature}
+    )
+    return recipe.model_copy(update={"generator": generator, "classifier": classifier})
+
+
 def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult:
     """The ``selfknow`` pipeline of :data:`nabench.pipelines.na.PIPELINES`.
 
@@ -239,7 +262,11 @@ def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult
     ``options.cache`` (``nabench build --cache``) chooses the response cache, by default
     ``<out>.cache.sqlite``.
     """
+    if options.sample is not None:
+        raise NabenchError("--sample applies to item datasets; a selfknow build takes --limit")
     out = options.out or Path("build") / recipe.name
+    protocol = build_protocol(options.protocol)
+    recipe = apply_protocol(recipe, protocol)
     run = run_selfknow(
         recipe,
         out,
@@ -247,6 +274,7 @@ def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult
         limit=options.limit,
         cache_path=getattr(options, "cache", None),
         progress=options.progress,
+        protocol=protocol,
     )
     counts = {
         "tasks": {SPLIT: run.generation.tasks.num_rows},
@@ -283,6 +311,12 @@ def generation_summary(generation: GenerationResult) -> dict[str, Any]:
         "kept": generation.tasks.num_rows,
         "quarantined": generation.quarantine.num_rows,
         "quarantine_by_reason": generation.quarantine_counts,
+        "refill_rounds": extra.get("refill_rounds", 0),
+        "kept_by_class": {
+            c: generation.tasks.column("category").to_pylist().count(c)
+            for c in ("feasible", "infeasible")
+        },
+        "shortfall": dict(generation.shortfall),
     }
 
 

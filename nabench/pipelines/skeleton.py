@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from nabench.core.errors import NabenchError
+from nabench.schemas.protocol import Protocol, get_protocol
 
 # Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
 DATA_DEFECTS = ("empty_choice", "duplicate_choices")
@@ -23,6 +24,8 @@ class BuildOptions:
     out: Path | None = None
     splits: Sequence[str] | None = None
     limit: int | None = None
+    sample: int | None = None  # a seeded sample of N items stratified by subject
+    protocol: str | None = None  # a preset of nabench.schemas.protocol (None: nabench's own)
     seed: int | None = None
     labels: str | None = None  # "none", a path, or None for the recipe's setting
     cache: Path | None = None  # LLM response cache (labeling); default ~/.cache/nabench
@@ -65,3 +68,13 @@ def check_strict(excluded: pa.Table, strict: bool) -> None:
         bad = [r for r in rs if r in DATA_DEFECTS]
         if bad:
             raise NabenchError(f"--strict: source row {item_id} is malformed ({', '.join(bad)})")
+
+
+def build_protocol(name: str | None) -> Protocol:
+    """The protocol preset a build follows (an error if the preset is not for builds)."""
+    protocol = get_protocol(name)
+    if "build" not in protocol.applies_to:
+        raise NabenchError(
+            f"protocol {protocol.name!r} applies to {', '.join(protocol.applies_to)}, not builds"
+        )
+    return protocol

@@ -68,17 +68,50 @@ def append_to_lists(choices: pa.Array, text: str) -> pa.ListArray:
     return _list_array(new_offsets, combined.take(pa.array(take)))
 
 
+def replace_each(choices: pa.Array, index: np.ndarray, texts: pa.Array) -> pa.ListArray:
+    """Element `index[i]` of list i replaced by `texts[i]` (vectorised)."""
+    offsets, flat = list_parts(choices)
+    mask = np.zeros(len(flat), dtype=bool)
+    mask[offsets[:-1] + index] = True
+    return _list_array(offsets, pc.replace_with_mask(flat, pa.array(mask), texts.cast(pa.string())))
+
+
+def move_out_to_last(choices: pa.Array, index: np.ndarray, text: str) -> pa.ListArray:
+    """Element `index[i]` of list i removed, the others kept in order, `text` appended
+    (every list keeps its length)."""
+    offsets, flat = list_parts(choices)
+    keep = np.ones(len(flat), dtype=bool)
+    keep[offsets[:-1] + index] = False
+    is_last = np.zeros(len(flat), dtype=bool)
+    is_last[offsets[1:] - 1] = True
+    take = np.empty(len(flat), dtype=np.int64)
+    take[~is_last] = np.flatnonzero(keep)
+    take[is_last] = len(flat)
+    combined = pa.concat_arrays([flat.cast(pa.string()), pa.array([text], pa.string())])
+    return _list_array(offsets, combined.take(pa.array(take)))
+
+
 @dataclass(frozen=True)
 class ItemColumns:
-    """Eligible canonical items as Arrow columns, the input of every builder."""
+    """Eligible canonical items as Arrow columns, the input of every builder.
+
+    `donors` are the items a builder may borrow text from (`foreign_key`): the whole audited
+    split, so a `--limit`/`--sample` build borrows exactly what the full build does.
+    """
 
     table: pa.Table
     labels: LabelColumns
+    donors: pa.Table | None = None
 
     @classmethod
-    def from_table(cls, table: pa.Table, labels: LabelColumns | None = None) -> ItemColumns:
+    def from_table(
+        cls,
+        table: pa.Table,
+        labels: LabelColumns | None = None,
+        donors: pa.Table | None = None,
+    ) -> ItemColumns:
         table = table.combine_chunks()
-        return cls(table, labels or LabelColumns.empty(table.num_rows))
+        return cls(table, labels or LabelColumns.empty(table.num_rows), donors)
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -103,7 +136,7 @@ def perturbed_table(
     choices: pa.Array,
     answer: np.ndarray,
     replaced_index: np.ndarray | None,
-    na_text: str | None,
+    na_text: str | pa.Array | None,
     seed: int,
 ) -> pa.Table:
     """Assemble a perturbed config from new choices/answers plus the traceability columns."""
@@ -120,10 +153,19 @@ def perturbed_table(
         t.column("answer"),
         t.column("choices"),
         pa.nulls(n, pa.int64()) if replaced_index is None else pa.array(replaced_index, pa.int64()),
-        pa.nulls(n, pa.string()) if na_text is None else pa.array([na_text] * n, pa.string()),
+        _text_column(na_text, n),
         pa.array(np.full(n, seed, dtype=np.int64)),
         items.labels.na_applicable,
         items.labels.labeler,
         items.labels.guideline_version,
     ]
     return pa.Table.from_arrays(columns, schema=PERTURBED_ARROW)
+
+
+def _text_column(text: str | pa.Array | None, n: int) -> pa.Array:
+    """The `na_text` column: null, one text for every row, or one text per row."""
+    if text is None:
+        return pa.nulls(n, pa.string())
+    if isinstance(text, str):
+        return pa.array([text] * n, pa.string())
+    return text.cast(pa.string())

@@ -45,6 +45,19 @@ class OriginalSpec(_Spec):
 class NAKeyedSpec(_Spec):
     kind: Literal["na_keyed"]
     na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
+    position: Literal["in_place", "last"] = Field(
+        default="in_place",
+        description="`in_place`: NA takes the gold option's slot (the NA study); `last`: the "
+        "gold option is removed, the others keep their order and NA is the last option "
+        "(test-writing guidelines). `last` configs are named `na_keyed_last`.",
+    )
+
+
+class ForeignKeySpec(_Spec):
+    """The NA study's ablation control: the gold text replaced in place by another item's
+    gold text (same subject), which is the key."""
+
+    kind: Literal["foreign_key"]
 
 
 class NADistractorSpec(_Spec):
@@ -58,7 +71,7 @@ class AllOfTheAboveSpec(_Spec):
 
 
 VariantSpec = Annotated[
-    OriginalSpec | NAKeyedSpec | NADistractorSpec | AllOfTheAboveSpec,
+    OriginalSpec | NAKeyedSpec | NADistractorSpec | AllOfTheAboveSpec | ForeignKeySpec,
     Field(discriminator="kind"),
 ]
 
@@ -102,6 +115,10 @@ class Recipe(_Spec):
     kind: Literal["na"] = "na"
     source: SourceSpec
     seed: int = 0
+    exclude_subjects: list[str] = Field(
+        default_factory=list,
+        description="Subjects left out of every config (quarantined as `excluded_subject`).",
+    )
     variants: list[VariantSpec] = Field(min_length=1)
     labels: LabelsSpec = Field(default_factory=LabelsSpec)
     publish: PublishSpec = Field(default_factory=PublishSpec)

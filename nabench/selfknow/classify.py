@@ -198,39 +198,30 @@ def _text(row: Mapping[str, Any], key: str, default: str = "") -> str:
     return default if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
-def classify_tasks(
-    backend: Backend,
-    cache: ResponseCache,
-    tasks: pa.Table | pd.DataFrame,
-    settings: ClassificationSettings,
-    *,
-    taxonomy: Taxonomy | None = None,
-    prompts: PromptSet | None = None,
-    progress: bool = False,
-) -> ClassificationResult:
-    """Ask ``backend`` (through ``cache``) to classify every task of ``tasks``.
-
-    ``tasks`` needs the columns of :data:`REQUIRED_TASK_COLUMNS`; ``prompt_style`` (used when
-    the classifier style is ``same``) and ``generator_model`` are read when present.
-    """
-    taxonomy = taxonomy or load_taxonomy()
-    prompts = prompts or load_prompts()
-    frame = _frame(tasks)
-    rows = frame.to_dict("records")
-    reasons_text = reasons_list(prompts, taxonomy)
-    namespace = f"{CLASSIFICATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
-
+def _styles_and_seeds(
+    rows: list[dict[str, Any]], settings: ClassificationSettings
+) -> tuple[list[Style], list[int]]:
+    """Per task: the prompt style it is classified with and its request seed."""
     styles: list[Style] = []
     for row in rows:
         style = settings.style if settings.style != "same" else _text(row, "prompt_style")
-        if style not in STYLES:
-            style = "vanilla"
-        styles.append(style)  # type: ignore[arg-type]
+        styles.append(style if style in STYLES else "vanilla")  # type: ignore[arg-type]
     seeds = [
         random.Random(f"{settings.seed}:classify:{_text(row, 'task_id')}").randrange(2**31)
         for row in rows
     ]
+    return styles, seeds
 
+
+def _batches(
+    rows: list[dict[str, Any]],
+    styles: list[Style],
+    seeds: list[int],
+    settings: ClassificationSettings,
+    prompts: PromptSet,
+    reasons_text: str,
+) -> list[JsonBatch]:
+    """One JSON batch per style (its requests share a schema)."""
     batches = []
     for style in STYLES:
         members = [i for i, s in enumerate(styles) if s == style]
@@ -250,6 +241,47 @@ def classify_tasks(
             style, settings.max_answer_chars, settings.max_analysis_chars
         )
         batches.append(JsonBatch(members, requests, schema))
+    return batches
+
+
+def _tally(summary: ClassificationSummary, valid: bool, task_class: str, mapped: Any) -> str | None:
+    """Count one verdict into ``summary``; the unknown reason name to count, if any."""
+    if not valid:
+        summary.invalid += 1
+        return None
+    summary.valid += 1
+    if task_class == "feasible":
+        summary.feasible_with_reason += not mapped.empty
+    elif mapped.known:
+        summary.known_reasons += 1
+    elif not mapped.empty:
+        return str(mapped.reason_name)
+    else:
+        summary.infeasible_without_reason += 1
+    return None
+
+
+def classify_tasks(
+    backend: Backend,
+    cache: ResponseCache,
+    tasks: pa.Table | pd.DataFrame,
+    settings: ClassificationSettings,
+    *,
+    taxonomy: Taxonomy | None = None,
+    prompts: PromptSet | None = None,
+    progress: bool = False,
+) -> ClassificationResult:
+    """Ask ``backend`` (through ``cache``) to classify every task of ``tasks``.
+
+    ``tasks`` needs the columns of :data:`REQUIRED_TASK_COLUMNS`; ``prompt_style`` (used when
+    the classifier style is ``same``) and ``generator_model`` are read when present.
+    """
+    taxonomy = taxonomy or load_taxonomy()
+    prompts = prompts or load_prompts()
+    rows = _frame(tasks).to_dict("records")
+    namespace = f"{CLASSIFICATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
+    styles, seeds = _styles_and_seeds(rows, settings)
+    batches = _batches(rows, styles, seeds, settings, prompts, reasons_list(prompts, taxonomy))
     results, stats = complete_json_batches(
         backend,
         cache,
@@ -260,7 +292,6 @@ def classify_tasks(
         chunk_size=settings.chunk_size,
         progress=progress,
     )
-
     summary = ClassificationSummary(total=len(rows))
     by_class: Counter[str] = Counter()
     unknown: Counter[str] = Counter()
@@ -270,57 +301,73 @@ def classify_tasks(
         value: dict[str, Any] = result.value if result.valid else {}
         task_class = _text(value, "task_class")
         mapped = map_reason(value.get("reason"), taxonomy)
-        generator_model = _text(row, "generator_model")
         if result.valid:
-            summary.valid += 1
             by_class[task_class] += 1
-            if task_class == "feasible":
-                summary.feasible_with_reason += not mapped.empty
-            elif mapped.known:
-                summary.known_reasons += 1
-            elif not mapped.empty:
-                unknown[mapped.reason_name] += 1
-            else:
-                summary.infeasible_without_reason += 1
-        else:
-            summary.invalid += 1
+        name = _tally(summary, result.valid, task_class, mapped)
+        if name is not None:
+            unknown[name] += 1
         records.append(
-            {
-                "task_id": _text(row, "task_id"),
-                "task": _text(row, "task"),
-                "prompt_style": _text(row, "prompt_style"),
-                "generator_model": generator_model,
-                "generated_class": _text(row, "category"),
-                "generated_type": _text(row, "type"),
-                "generated_reason": _text(row, "reason"),
-                "classifier_model": backend.model_id,
-                "classifier_backend": backend.name,
-                "classifier_style": styles[i],
-                "cross_model": bool(generator_model) and generator_model != backend.model_id,
-                "classified_class": task_class,
-                "answer": _text(value, "answer"),
-                "classified_reason": mapped.reason_name,
-                "classified_reason_id": mapped.reason_id,
-                "classified_type": mapped.type_name,
-                "classified_type_id": mapped.type_id,
-                "reason_known": mapped.known,
-                "reason_raw": mapped.text,
-                "analysis": _text(value, "analysis"),
-                "valid": result.valid,
-                "attempts": result.attempts,
-                "error": _text({"e": result.error}, "e"),
-                "raw_output": result.raw,
-                "prompt_version": prompts.version,
-                "taxonomy_version": taxonomy.version,
-                "temperature": float(settings.temperature),
-                "request_seed": seeds[i],
-            }
+            _record(
+                row,
+                value,
+                result,
+                mapped,
+                backend,
+                styles[i],
+                seeds[i],
+                ctx=(prompts, taxonomy, settings),
+            )
         )
     summary.by_class = dict(sorted(by_class.items()))
     summary.unknown_reasons = dict(sorted(unknown.items()))
-
     return ClassificationResult(
         table=pa.Table.from_pylist(records, schema=CLASSIFICATIONS_ARROW),
         stats=stats,
         summary=summary,
     )
+
+
+def _record(
+    row: dict[str, Any],
+    value: dict[str, Any],
+    result: Any,
+    mapped: Any,
+    backend: Backend,
+    style: str,
+    seed: int,
+    *,
+    ctx: tuple[PromptSet, Taxonomy, ClassificationSettings],
+) -> dict[str, Any]:
+    """One row of the classifications table."""
+    prompts, taxonomy, settings = ctx
+    generator_model = _text(row, "generator_model")
+    return {
+        "task_id": _text(row, "task_id"),
+        "task": _text(row, "task"),
+        "prompt_style": _text(row, "prompt_style"),
+        "generator_model": generator_model,
+        "generated_class": _text(row, "category"),
+        "generated_type": _text(row, "type"),
+        "generated_reason": _text(row, "reason"),
+        "classifier_model": backend.model_id,
+        "classifier_backend": backend.name,
+        "classifier_style": style,
+        "cross_model": bool(generator_model) and generator_model != backend.model_id,
+        "classified_class": _text(value, "task_class"),
+        "answer": _text(value, "answer"),
+        "classified_reason": mapped.reason_name,
+        "classified_reason_id": mapped.reason_id,
+        "classified_type": mapped.type_name,
+        "classified_type_id": mapped.type_id,
+        "reason_known": mapped.known,
+        "reason_raw": mapped.text,
+        "analysis": _text(value, "analysis"),
+        "valid": result.valid,
+        "attempts": result.attempts,
+        "error": _text({"e": result.error}, "e"),
+        "raw_output": result.raw,
+        "prompt_version": prompts.version,
+        "taxonomy_version": taxonomy.version,
+        "temperature": float(settings.temperature),
+        "request_seed": seed,
+    }

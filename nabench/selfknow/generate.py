@@ -46,7 +46,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -114,6 +114,7 @@ TASKS_ARROW = pa.schema(
         ("temperature", pa.float64()),
         ("seed", pa.int64()),
         ("request_seed", pa.int64()),
+        ("refill_round", pa.int64()),
         ("attempts", pa.int64()),
         ("analysis", _STR),
         ("raw_output", _STR),
@@ -143,6 +144,7 @@ QUARANTINE_ARROW = pa.schema(
         ("temperature", pa.float64()),
         ("seed", pa.int64()),
         ("request_seed", pa.int64()),
+        ("refill_round", pa.int64()),
         ("attempts", pa.int64()),
         ("valid_json", pa.bool_()),
         ("error", _STR),
@@ -262,10 +264,13 @@ class GenerationSettings:
     max_attempts: int = 3
     batch_size: int = 1
     chunk_size: int = 8
+    refill_rounds: int = 0  # extra rounds that re-ask every slot quarantined in the last one
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.chunk_size < 1 or self.max_attempts < 1:
             raise NabenchError("batch_size, chunk_size and max_attempts must be >= 1")
+        if self.refill_rounds < 0:
+            raise NabenchError("refill_rounds must be >= 0")
 
 
 def _slot_text(slot: Slot, taxonomy: Taxonomy) -> SlotText:
@@ -400,12 +405,17 @@ def find_duplicates(
 
 @dataclass
 class GenerationResult:
-    """Kept tasks, quarantined slots and the run statistics of one generation run."""
+    """Kept tasks, quarantined slots and the run statistics of one generation run.
+
+    ``shortfall``: per ``style/class/type`` cell, how many planned tasks are still missing
+    after every refill round (empty when every cell met its quota).
+    """
 
     tasks: pa.Table
     quarantine: pa.Table
     stats: RunStats
     plan: list[Slot]
+    shortfall: dict[str, int] = field(default_factory=dict)
 
     @property
     def quarantine_counts(self) -> dict[str, int]:
@@ -415,6 +425,188 @@ class GenerationResult:
 
 def _str(value: object) -> str:
     return "" if value is None else str(value)
+
+
+def refill_seed(seed: int, task_id: str, round_: int) -> int:
+    """The request seed of a slot's refill round (round 0 keeps the plan's seed)."""
+    return random.Random(f"{seed}:request:{task_id}:refill:{round_}").randrange(2**31)
+
+
+def refill_slots(slots: Sequence[Slot], seed: int, round_: int) -> list[Slot]:
+    """The quarantined slots asked again in refill round ``round_``, each with a new seed (so
+    a new, separately cached request)."""
+    return [replace(s, request_seed=refill_seed(seed, s.task_id, round_)) for s in slots]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every round shares."""
+
+    backend: Backend
+    cache: ResponseCache
+    settings: GenerationSettings
+    taxonomy: Taxonomy
+    prompts: PromptSet
+    namespace: str
+    progress: bool
+
+
+def _ask(ctx: _Context, groups: list[list[Slot]]) -> tuple[list[Any], RunStats]:
+    """One JSON result per group (requests sharing a schema go together)."""
+    by_schema: dict[tuple[str, int], list[int]] = {}
+    for g, group in enumerate(groups):
+        by_schema.setdefault((group[0].style, len(group)), []).append(g)
+    s = ctx.settings
+    batches = [
+        JsonBatch(
+            members=members,
+            requests=[generation_request(groups[g], s, ctx.prompts, ctx.taxonomy) for g in members],
+            schema=generation_schema(
+                style,  # type: ignore[arg-type]
+                s.max_task_chars,
+                s.max_analysis_chars,
+                batch_size=size,
+            ),
+        )
+        for (style, size), members in by_schema.items()
+    ]
+    return complete_json_batches(
+        ctx.backend,
+        ctx.cache,
+        batches,
+        total=len(groups),
+        max_attempts=s.max_attempts,
+        namespace=ctx.namespace,
+        chunk_size=s.chunk_size,
+        progress=ctx.progress,
+    )
+
+
+def _values(result: Any, size: int) -> tuple[list[dict[str, Any] | None], str]:
+    """The task objects of one result (None where missing) and its analysis text."""
+    if not result.valid:
+        return [None] * size, ""
+    analysis = _str(result.value.get("analysis"))
+    if size > 1:  # a batched request: {"tasks": [...]}
+        listed = list(result.value["tasks"])
+        return [listed[i] if i < len(listed) else None for i in range(size)], analysis
+    return [result.value], analysis
+
+
+_DETAIL_KEYS = (
+    ("category_mismatch", "category"),
+    ("unknown_type", "type"),
+    ("type_mismatch", "type"),
+    ("unknown_reason", "reason"),
+    ("reason_mismatch", "reason"),
+    ("feasible_with_reason", "reason"),
+)
+
+
+def _verdict(
+    slot: Slot, value: dict[str, Any] | None, result: Any, ctx: _Context, duplicates: Any
+) -> tuple[list[str], str]:
+    """Quarantine reasons of one slot's answer ([] = keep) and their detail."""
+    if value is None:
+        if not result.valid:
+            return ["invalid_json"], _str(result.error)
+        return ["missing_from_batch"], "batch returned fewer tasks"
+    reasons = check_task(slot, value, ctx.taxonomy)
+    detail = "; ".join(
+        f"{name}: got {json.dumps(value.get(key), ensure_ascii=False)}"
+        for name, key in _DETAIL_KEYS
+        if name in reasons
+    )
+    if not reasons:
+        hit = duplicates[slot.style].check(slot.task_id, str(value["task"]))
+        if hit is not None:
+            return [hit[0]], hit[1]
+    return reasons, detail
+
+
+def _row(
+    slot: Slot,
+    value: dict[str, Any] | None,
+    result: Any,
+    verdict: tuple[list[str], str],
+    common: dict[str, Any],
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """A ``tasks`` row (no reasons) or a ``quarantine`` row."""
+    sk_type = common["taxonomy"].type_by_id(slot.type_id)
+    planned_reason = (
+        next(r.name for r in sk_type.reasons if r.id == slot.reason_id) if slot.reason_id else ""
+    )
+    row = {
+        **{k: v for k, v in common.items() if k != "taxonomy"},
+        **extra,
+        "task_id": slot.task_id,
+        "slot_id": slot.slot_id,
+        "prompt_style": slot.style,
+        "request_seed": slot.request_seed,
+        "attempts": result.attempts,
+        "raw_output": result.raw,
+    }
+    reasons, detail = verdict
+    if not reasons:
+        assert value is not None
+        return {
+            **row,
+            "task": str(value["task"]).strip(),
+            "category": slot.category,
+            "type": sk_type.name,
+            "type_id": sk_type.id,
+            "reason": planned_reason,
+            "reason_id": slot.reason_id or "",
+        }
+    got = {k: None if value is None else _str(value.get(k)) for k in ("task", "category", "type")}
+    return {
+        **row,
+        **got,
+        "quarantine_reason": reasons[0],
+        "quarantine_reasons": reasons,
+        "detail": detail,
+        "reason": None if value is None else _str(value.get("reason")),
+        "planned_category": slot.category,
+        "planned_type": sk_type.name,
+        "planned_reason": planned_reason,
+        "valid_json": result.valid,
+        "error": _str(result.error),
+    }
+
+
+def _run_round(
+    ctx: _Context,
+    slots: list[Slot],
+    round_: int,
+    duplicates: Any,
+    common: dict[str, Any],
+    out: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+) -> tuple[list[Slot], RunStats]:
+    """Ask for ``slots``; append kept and quarantined rows to ``out``; return the slots that
+    are still unfilled."""
+    groups = group_slots(slots, ctx.settings.batch_size)
+    results, stats = _ask(ctx, groups)
+    kept, quarantined = out
+    unfilled: list[Slot] = []
+    for g, group in enumerate(groups):
+        result = results[g]
+        values, analysis = _values(result, len(group))
+        for slot, value in zip(group, values, strict=True):
+            verdict = _verdict(slot, value, result, ctx, duplicates)
+            extra = {"analysis": analysis, "refill_round": round_}
+            row = _row(slot, value, result, verdict, common, extra)
+            (quarantined if verdict[0] else kept).append(row)
+            if verdict[0]:
+                unfilled.append(slot)
+    return unfilled, stats
+
+
+def shortfall_by_cell(plan: Sequence[Slot], kept: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Missing tasks per ``style/class/type_id`` cell (cells that met their quota omitted)."""
+    quota = Counter(f"{s.style}/{s.category}/{s.type_id}" for s in plan)
+    have = Counter(f"{r['prompt_style']}/{r['category']}/{r['type_id']}" for r in kept)
+    return {cell: n - have[cell] for cell, n in sorted(quota.items()) if have[cell] < n}
 
 
 def generate_tasks(
@@ -427,45 +619,19 @@ def generate_tasks(
     progress: bool = False,
     duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
 ) -> GenerationResult:
-    """Plan, ask ``backend`` (through ``cache``) for every slot, check and quarantine.
+    """Plan, ask ``backend`` (through ``cache``) for every slot, check and quarantine; then
+    up to ``settings.refill_rounds`` rounds re-ask each quarantined slot with a new seed.
 
     Requests that share a schema (same style and batch size) go to
     :func:`~nabench.llm.complete_json` together, in chunks of ``settings.chunk_size``; each
     finished chunk is committed to ``cache``, so a killed run resumes where it stopped.
+    Every attempt that failed stays in the quarantine table (``refill_round`` says which).
     """
     taxonomy = taxonomy or load_taxonomy()
     prompts = prompts or load_prompts()
     plan = plan_slots(settings.n_per_class, settings.styles, settings.seed, taxonomy)
-    groups = group_slots(plan, settings.batch_size)
     namespace = f"{GENERATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
-
-    by_schema: dict[tuple[str, int], list[int]] = {}
-    for g, group in enumerate(groups):
-        by_schema.setdefault((group[0].style, len(group)), []).append(g)
-    batches = [
-        JsonBatch(
-            members=members,
-            requests=[generation_request(groups[g], settings, prompts, taxonomy) for g in members],
-            schema=generation_schema(
-                style,  # type: ignore[arg-type]
-                settings.max_task_chars,
-                settings.max_analysis_chars,
-                batch_size=size,
-            ),
-        )
-        for (style, size), members in by_schema.items()
-    ]
-    results, stats = complete_json_batches(
-        backend,
-        cache,
-        batches,
-        total=len(groups),
-        max_attempts=settings.max_attempts,
-        namespace=namespace,
-        chunk_size=settings.chunk_size,
-        progress=progress,
-    )
-
+    ctx = _Context(backend, cache, settings, taxonomy, prompts, namespace, progress)
     common = {
         "prompt_version": prompts.version,
         "taxonomy_version": taxonomy.version,
@@ -473,98 +639,31 @@ def generate_tasks(
         "generator_backend": backend.name,
         "temperature": float(settings.temperature),
         "seed": settings.seed,
+        "taxonomy": taxonomy,
     }
     kept: list[dict[str, Any]] = []
     quarantined: list[dict[str, Any]] = []
     duplicates = {style: DuplicateIndex(threshold=duplicate_threshold) for style in STYLES}
-    for g, group in enumerate(groups):
-        result = results[g]
-        items: list[dict[str, Any] | None]
-        analysis = ""
-        if not result.valid:
-            items = [None] * len(group)
-        elif len(group) > 1:  # a batched request: {"tasks": [...]}
-            analysis = _str(result.value.get("analysis"))
-            listed = list(result.value["tasks"])
-            items = [listed[i] if i < len(listed) else None for i in range(len(group))]
-        else:
-            analysis = _str(result.value.get("analysis"))
-            items = [result.value]
-        for slot, value in zip(group, items, strict=True):
-            sk_type = taxonomy.type_by_id(slot.type_id)
-            planned_reason = (
-                next(r.name for r in sk_type.reasons if r.id == slot.reason_id)
-                if slot.reason_id
-                else ""
-            )
-            row: dict[str, Any] = {
-                **common,
-                "task_id": slot.task_id,
-                "slot_id": slot.slot_id,
-                "prompt_style": slot.style,
-                "request_seed": slot.request_seed,
-                "attempts": result.attempts,
-                "analysis": analysis,
-                "raw_output": result.raw,
-            }
-            if value is None:
-                reason = "invalid_json" if not result.valid else "missing_from_batch"
-                detail = _str(result.error) if not result.valid else "batch returned fewer tasks"
-                reasons = [reason]
-            else:
-                reasons = check_task(slot, value, taxonomy)
-                detail = "; ".join(
-                    f"{name}: got {json.dumps(value.get(key), ensure_ascii=False)}"
-                    for name, key in (
-                        ("category_mismatch", "category"),
-                        ("unknown_type", "type"),
-                        ("type_mismatch", "type"),
-                        ("unknown_reason", "reason"),
-                        ("reason_mismatch", "reason"),
-                        ("feasible_with_reason", "reason"),
-                    )
-                    if name in reasons
-                )
-                if not reasons:
-                    hit = duplicates[slot.style].check(slot.task_id, str(value["task"]))
-                    if hit is not None:
-                        reasons, detail = [hit[0]], hit[1]
-            if not reasons:
-                kept.append(
-                    {
-                        **row,
-                        "task": str(value["task"]).strip(),  # type: ignore[index]
-                        "category": slot.category,
-                        "type": sk_type.name,
-                        "type_id": sk_type.id,
-                        "reason": planned_reason,
-                        "reason_id": slot.reason_id or "",
-                    }
-                )
-                continue
-            quarantined.append(
-                {
-                    **row,
-                    "quarantine_reason": reasons[0],
-                    "quarantine_reasons": reasons,
-                    "detail": detail,
-                    "task": None if value is None else _str(value.get("task")),
-                    "category": None if value is None else _str(value.get("category")),
-                    "type": None if value is None else _str(value.get("type")),
-                    "reason": None if value is None else _str(value.get("reason")),
-                    "planned_category": slot.category,
-                    "planned_type": sk_type.name,
-                    "planned_reason": planned_reason,
-                    "valid_json": result.valid,
-                    "error": _str(result.error),
-                }
-            )
-
+    pending, stats = _run_round(ctx, list(plan), 0, duplicates, common, (kept, quarantined))
+    rounds = 0
+    while pending and rounds < settings.refill_rounds:
+        rounds += 1
+        again = refill_slots(pending, settings.seed, rounds)
+        pending, more = _run_round(ctx, again, rounds, duplicates, common, (kept, quarantined))
+        stats.total += more.total
+        stats.add(more)
+        for key, value in more.extra.items():  # per-round counts (valid, invalid, ...)
+            if isinstance(value, int):
+                stats.extra[key] = int(stats.extra.get(key, 0)) + value
+    kept.sort(key=lambda r: r["slot_id"])  # plan order, whichever round filled the slot
+    shortfall = shortfall_by_cell(plan, kept)
     stats.extra.update(
         {
             "slots": len(plan),
             "kept": len(kept),
             "quarantined": len(quarantined),
+            "refill_rounds": rounds,
+            "shortfall": shortfall,
             "quarantine_by_reason": dict(
                 sorted(Counter(row["quarantine_reason"] for row in quarantined).items())
             ),
@@ -575,4 +674,5 @@ def generate_tasks(
         quarantine=pa.Table.from_pylist(quarantined, schema=QUARANTINE_ARROW),
         stats=stats,
         plan=plan,
+        shortfall=shortfall,
     )

@@ -81,6 +81,12 @@ class GeneratorSpec(ModelSpec):
     n_per_class: int = Field(default=50, ge=1)
     batch_size: int = Field(default=1, ge=1, description="Slots asked for in one request.")
     max_task_chars: int = Field(default=400, ge=1)
+    refill_rounds: int = Field(
+        default=0,
+        ge=0,
+        description="Rounds that re-ask every quarantined slot with a new seed (cached), until "
+        "each class x type cell meets its quota; what is still missing is reported per cell.",
+    )
 
     @field_validator("styles")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,10 @@ def _coerce(table: pa.Table, kind: str) -> pa.Table:
         return table
 
 
-def validate_table(table: pa.Table, where: str, report: ValidationReport) -> None:
+def validate_table(
+    table: pa.Table, where: str, report: ValidationReport, text: str = "stripped"
+) -> None:
+    """Check one table; `text` is how an artifact build showed source text (build.json)."""
     kind = table_kind(table)
     table = _coerce(table, kind)
     report.files += 1
@@ -75,7 +79,7 @@ def validate_table(table: pa.Table, where: str, report: ValidationReport) -> Non
     if kind == "labels":
         return
     if kind == "artifact":
-        report.violations.extend(check_artifacts(table, where))
+        report.violations.extend(check_artifacts(table, where, text=text))
         types = " ".join(f"{k}={v}" for k, v in prompt_type_counts(table).items())
         report.notes.append(f"{where}: {table.num_rows} rows, prompt types {types}")
         return
@@ -89,6 +93,19 @@ def validate_table(table: pa.Table, where: str, report: ValidationReport) -> Non
         for letter, share in shares.items():
             if share > LETTER_SHARE_WARNING:
                 report.notes.append(f"warning: {where}: letter {letter} is the key in {share:.1%}")
+
+
+def build_text_mode(folder: Path) -> str:
+    """How a built folder showed source text in its prompts (`stripped` unless its manifest
+    says otherwise, e.g. `raw` under the `artifacts-paper` protocol)."""
+    manifest = folder / "build.json"
+    if not manifest.is_file():
+        return "stripped"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise NabenchError(f"{manifest}: not valid JSON ({exc})") from None
+    return str(data.get("text") or "stripped")
 
 
 def validate_path(
@@ -115,6 +132,7 @@ def validate_path(
         )
         return result
     files = sorted(p for p in path.rglob("*.parquet") if not p.name.startswith("."))
+    text = build_text_mode(path)
     if not files:
         raise NabenchError(f"{path}: no parquet files found")
     report.violations.extend(check_build_tree(path))
@@ -131,7 +149,7 @@ def validate_path(
         if f.parent.name == "original" and "id" in table.column_names:
             originals[f.name] = table
     for rel, table in tables:
-        validate_table(table, rel, report)
+        validate_table(table, rel, report, text)
         if table_kind(table) != "perturbed_item" or not originals:
             continue
         original = originals.get(Path(rel).name)

@@ -29,8 +29,9 @@ whole columns (Arrow compute, numpy, list comprehensions) and name row, id and r
 * `mem_gold_lines_equal`: every option line of a `mem_gold_choices` test example shows the
   gold text.
 * `prior_one_true`: an item's individual-prior rows cover each option once, one True.
-* `inserted_question`: step-2 rows show a non-empty inserted question; `qi_random_question`
-  rows show another item's question (`inserted_from` != `item_id`).
+* `inserted_question`: step-2 rows show a non-empty inserted question (or, kept without an
+  inferred question, null `inserted_question` and `inserted_from` and an empty question);
+  `qi_random_question` rows show another item's question (`inserted_from` != `item_id`).
 * `inferred_question`: in step-1 outputs, the inferred question is the completion's text
   before ``Answer:``, stripped (null without ``Answer:``).
 * `ids_unique`, `id_format` (`<item_id>#<choice_index>` for individual prior, else the item id).
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     import pandera.pandas as pdx
 
 MIN_QUESTION_CHARS = 20
+# How the build showed a source text (independent of the builders' own table).
+SHOWN_TEXT: dict[str, Callable[[str], str]] = {"stripped": str.strip, "raw": lambda t: t}
 _OPTION_LINE = re.compile(r"^(?:\([A-J]\)|Choice:) ([^\n]*)$", re.MULTILINE)
 LETTERS = "ABCDEFGHIJ"
 
@@ -219,14 +222,19 @@ def check_artifacts(
     k: int | None = None,
     questions: Mapping[str, str] | None = None,
     schema: bool = True,
+    text: str = "stripped",
 ) -> list[Violation]:
     """Every invariant of an artifact table (see the module docstring).
+
+    `text`: how the build showed source text, `stripped` (surrounding whitespace removed) or
+    `raw` (exactly as the source has it; the `artifacts-paper` protocol).
 
     `k`: the expected number of few-shot examples (default: all rows agree). `questions`:
     few-shot item id -> question, to search question-free prompts for the few-shot items'
     questions as well. `schema=False` skips the pandera schema (a fixed ~tens of ms per call)
     for callers that built the table themselves, e.g. property tests.
     """
+    shown = SHOWN_TEXT[text]
     if schema:
         failures = _schema_violations(table, where)
         if failures:
@@ -249,7 +257,7 @@ def check_artifacts(
     for item, cs in zip(item_ids, raw_choices, strict=True):
         seen = stripped.get(item)
         if seen is None or seen[0] != cs:
-            seen = stripped[item] = (cs, [c.strip() for c in cs])
+            seen = stripped[item] = (cs, [shown(c) for c in cs])
         choices.append(seen[1])
     answer = table.column("answer").to_numpy().astype(np.int64)
     names = set(table.column_names)
@@ -299,7 +307,7 @@ def check_artifacts(
     ]
     ok_list, answer_list, ci_list = ok.tolist(), answer.tolist(), ci.tolist()
     tests = [
-        lay.test(q.strip(), cs, a, c) if good else ""
+        lay.test(shown(q), cs, a, c) if good else ""
         for lay, q, cs, a, c, good in zip(
             layouts, shown_q, choices, answer_list, ci_list, ok_list, strict=True
         )
@@ -420,7 +428,7 @@ def check_artifacts(
 
     gold_bad = np.zeros(n, dtype=bool)
     for i in np.flatnonzero(np.array([t == "mem_gold_choices" for t in ptype]) & ok):
-        head = f"Question: {questions_col[i].strip()}\nChoices:\n"
+        head = f"Question: {shown(questions_col[i])}\nChoices:\n"
         start = prompts[i].rfind(head)
         region = prompts[i][start + len(head) : len(prompts[i]) - len("Answer:")]
         gold = choices[i][answer[i]]
@@ -461,7 +469,9 @@ def check_artifacts(
         rule(
             "inserted_question",
             [
-                flag and (not (q or "").strip() or (t == "qi_random_question" and src == item))
+                flag
+                and not (t == "qi_step2" and q is None and src is None)  # kept, none inferred
+                and (not (q or "").strip() or (t == "qi_random_question" and src == item))
                 for flag, q, t, src, item in zip(
                     is_ins, inserted, ptype, inserted_from, item_ids, strict=True
                 )

@@ -19,7 +19,9 @@ import pyarrow.compute as pc
 
 from nabench.audit.patterns import any_flagged, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
+from nabench.perturb import BUILDERS
 from nabench.schemas.tables import pandera_schema
+from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, RowView, placement_rules
 
 KNOWN_NA_TEXTS = (
     "None of the above",
@@ -28,7 +30,8 @@ KNOWN_NA_TEXTS = (
     "None of the options given is correct",
 )
 # Every variant a row may name; a row of any other variant would escape every scoped rule.
-VARIANTS = ("original", "na_keyed", "na_distractor", "all_of_the_above")
+# Every variant a row may name: the builders registered in `perturb` (one source of truth).
+VARIANTS = tuple(BUILDERS)
 LETTERS = "ABCDEFGHIJ"
 LETTER_SHARE_WARNING = 0.40
 
@@ -101,7 +104,9 @@ def check_perturbed(
     def stray_flagged() -> np.ndarray:
         """Rows holding a flagged option (audit patterns, or an NA / AOTA text of the config)
         anywhere but where its own inserted text stands."""
-        inserted = [t for t in set(na_text.to_pylist()) if t is not None]
+        # a foreign key is another item's ordinary gold text, not an NA phrasing to look for
+        inserted_by = zip(na_text.to_pylist(), variant.to_pylist(), strict=True)
+        inserted = sorted({t for t, v in inserted_by if t is not None and v != FOREIGN_KEY})
         phrases = {"has_none_option": (*extra_na_texts, *inserted)}
         flagged = any_flagged(choices.flat, phrases)
         row_of = np.repeat(np.arange(table.num_rows), choices.lengths)
@@ -168,7 +173,7 @@ def check_perturbed(
         ),
         (
             "na_exactly_once",
-            is_keyed | is_dist | is_aota,
+            is_keyed | is_dist | is_aota | is_variant(NA_KEYED_LAST) | is_variant(FOREIGN_KEY),
             lambda: na_count() != 1,
             lambda i: f"{show(na_text, i)} appears {na_count()[i]} times (expected exactly once)",
         ),
@@ -256,6 +261,9 @@ def check_perturbed(
             lambda i: "id repeats an earlier row",
         ),
     ]
+    rules += placement_rules(
+        RowView(choices, original, answer, orig_answer, replaced, na_text, variant)
+    )
     out: list[Violation] = []
     for rule, scope, broken, explain in rules:
         if not scope.any():

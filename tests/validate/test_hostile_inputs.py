@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -240,7 +241,12 @@ def test_shipped_workflow_command_passes(tmp_path: Path, mmlu_dir: Path) -> None
     )
     shutil.copytree(REPO / "contributions", tmp_path / "contributions")
     (tmp_path / "release").mkdir()
-    env = {**os.environ, "NABENCH_SOURCES": f"mmlu={mmlu_dir}"}
+    env = {
+        **os.environ,
+        "NABENCH_SOURCES": f"mmlu={mmlu_dir}",
+        # the workflow's runner has the installed `nabench` on PATH; so does this venv's bin
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     proc = subprocess.run(
         ["bash", "-c", step["run"]],
         cwd=tmp_path,

@@ -23,6 +23,7 @@ from nabench.perturb.artifacts._layout import (
     Items,
     LetterPrompt,
     PromptType,
+    TextMode,
     option_block,
 )
 from nabench.perturb.artifacts.choices_only import ChoicesOnly
@@ -71,9 +72,10 @@ def build_prompt_tables(
     k: int,
     seed: int,
     dataset: str,
+    text: TextMode = "stripped",
 ) -> dict[str, pa.Table]:
     """Every requested config for canonical `test` items with examples from `pool`."""
-    test_items, pool_items = Items.from_table(test), Items.from_table(pool)
+    test_items, pool_items = Items.from_table(test, text), Items.from_table(pool, text)
     plan = plan_fewshot(test_items, pool_items, protocol=protocol, k=k, seed=seed, dataset=dataset)
     return {
         name: get_prompt_type(name).build(test_items, pool_items, plan, seed)
@@ -100,6 +102,7 @@ __all__ = [
     "PromptType",
     "Protocol",
     "QIStep1",
+    "TextMode",
     "build_prompt_tables",
     "draw_without_replacement",
     "extract_inferred_question",

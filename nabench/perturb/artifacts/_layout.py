@@ -3,9 +3,10 @@ few-shot plan, and the assembly of (few-shot prefix + test example) into an Arro
 
 Layout conventions (all prompt families):
 
-* Question and option texts are used with surrounding whitespace stripped (`str.strip()`),
-  so a source question ending in a newline cannot break the block structure; the text inside
-  is kept exactly.
+* Question and option texts are used with surrounding whitespace stripped (`str.strip()`,
+  text mode `stripped`, the default), so a source question ending in a newline cannot break
+  the block structure; the text inside is kept exactly. Text mode `raw` (the
+  `artifacts-paper` protocol) uses them exactly as the source has them, as the authors did.
 * The option block is one line per option, ``(A) <text>`` ... ``(D) <text>``, joined by a
   newline, with a newline after the last option.
 * A prompt is the few-shot examples and then the test example, separated by a blank line
@@ -15,9 +16,9 @@ Layout conventions (all prompt families):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,10 @@ import pyarrow.compute as pc
 
 LETTERS = "ABCDEFGHIJ"
 SEPARATOR = "\n\n"
+
+# How a source text is shown in a prompt: `stripped` (nabench) or `raw` (as the source has it).
+TextMode = Literal["stripped", "raw"]
+TEXT_MODES: dict[str, Callable[[str], str]] = {"stripped": str.strip, "raw": lambda t: t}
 
 _STR = pa.string()
 _LIST_STR = pa.list_(pa.string())
@@ -81,11 +86,12 @@ class Items:
     table: pa.Table  # the canonical item table itself
 
     @classmethod
-    def from_table(cls, table: pa.Table) -> Items:
+    def from_table(cls, table: pa.Table, text: TextMode = "stripped") -> Items:
         question = table.column("question").to_pylist()
         choices = table.column("choices").to_pylist()
         answer = table.column("answer").to_numpy().astype(np.int64, copy=False)
-        opts = [[c.strip() for c in cs] for cs in choices]
+        shown = TEXT_MODES[text]
+        opts = [[shown(c) for c in cs] for cs in choices]
         return cls(
             ids=table.column("id").to_pylist(),
             source=table.column("source").to_pylist(),
@@ -93,7 +99,7 @@ class Items:
             question=question,
             choices=choices,
             answer=answer,
-            q=[q.strip() for q in question],
+            q=[shown(q) for q in question],
             opts=opts,
             block=[option_block(o) for o in opts],
             letter=[LETTERS[a] for a in answer.tolist()],

@@ -31,7 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from nabench.perturb.artifacts._layout import ARTIFACT_ARROW, Items, LetterPrompt, option_block
+from nabench.perturb.artifacts._layout import (
+    ARTIFACT_ARROW,
+    TEXT_MODES,
+    Items,
+    LetterPrompt,
+    TextMode,
+    option_block,
+)
 from nabench.perturb.artifacts.full import full_test
 
 STEP2_STOP = "\nQuestion:"
@@ -86,13 +93,20 @@ def replace_test_question(
     questions: Sequence[str | None],
     sources: Sequence[str | None],
     prompt_type: str,
+    *,
+    text: TextMode = "stripped",
+    keep_missing: bool = False,
 ) -> pa.Table:
     """`full` rows whose test example shows `questions[i]` instead of the item's question.
 
     Only the test example changes: the prompt's few-shot prefix is kept byte for byte. Rows
-    whose question is None are left out. `sources[i]` is the id of the item the inserted
-    question comes from (the row's own id for step 2).
+    whose question is None are left out, or with `keep_missing` kept with an empty question
+    and null `inserted_question` / `inserted_from` (one row per step-1 row; the
+    `artifacts-paper` protocol scores them as invalid). `sources[i]` is the id of the item
+    the inserted question comes from (the row's own id for step 2). `text` is how the build
+    showed source text (`stripped` or `raw`); an inferred question is always stripped.
     """
+    shown = TEXT_MODES[text]
     if full.num_rows != len(questions) or len(questions) != len(sources):
         raise ValueError("full, questions and sources must have the same length")
     prompts = full.column("prompt").to_pylist()
@@ -101,14 +115,21 @@ def replace_test_question(
     ids = full.column("id").to_pylist()
     keep: list[int] = []
     new_prompts: list[str] = []
+    inserted: list[str | None] = []
     for i, (prompt, q, cs, new_q) in enumerate(zip(prompts, own, choices, questions, strict=True)):
-        if new_q is None:
+        if new_q is None and not keep_missing:
             continue
-        block = option_block([c.strip() for c in cs])
-        tail = full_test(q.strip(), block)
+        block = option_block([shown(c) for c in cs])
+        tail = full_test(shown(q), block)
         if not prompt.endswith(tail):
             raise ValueError(f"{ids[i]}: prompt does not end with its full test example")
-        new_prompts.append(prompt[: len(prompt) - len(tail)] + full_test(new_q.strip(), block))
+        # A real question (the random control) is shown like every source text; an inferred
+        # one is model output, stripped.
+        new_text = (
+            None if new_q is None else (new_q.strip() if sources[i] == ids[i] else shown(new_q))
+        )
+        new_prompts.append(prompt[: len(prompt) - len(tail)] + full_test(new_text or "", block))
+        inserted.append(new_text)
         keep.append(i)
     idx = pa.array(np.asarray(keep, dtype=np.int64))
     out = full.select(ARTIFACT_ARROW.names).take(idx)
@@ -124,8 +145,27 @@ def replace_test_question(
     out = out.set_column(
         out.schema.get_field_index("stop"), "stop", pa.array([STEP2_STOP] * n, pa.string())
     )
-    out = out.append_column(
-        "inserted_question",
-        pa.array([questions[i].strip() for i in keep], pa.string()),  # type: ignore[union-attr]
-    )
-    return out.append_column("inserted_from", pa.array([sources[i] for i in keep], pa.string()))
+    out = out.append_column("inserted_question", pa.array(inserted, pa.string()))
+    origin = [None if questions[i] is None else sources[i] for i in keep]
+    return out.append_column("inserted_from", pa.array(origin, pa.string()))
+
+
+def grouped_derangement(groups: Sequence[str | None], rng: random.Random) -> list[int]:
+    """A permutation with no fixed point that maps every item to another item of its own
+    group (subject) where the group has at least 2 items; single items are deranged among
+    themselves (or, if only one is left, joined to the largest group)."""
+    members: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g or "", []).append(i)
+    blocks = [rows for rows in members.values() if len(rows) > 1]
+    singles = [rows[0] for rows in members.values() if len(rows) == 1]
+    if len(singles) == 1 and blocks:
+        max(blocks, key=len).append(singles.pop())
+    if singles:
+        blocks.append(singles)
+    perm = list(range(len(groups)))
+    for rows in sorted(blocks, key=lambda r: r[0]):  # a fixed order: one rng stream
+        order = seeded_derangement(len(rows), rng)
+        for i, j in zip(rows, order, strict=True):
+            perm[i] = rows[j]
+    return perm

@@ -27,6 +27,12 @@ INVARIANTS: tuple[tuple[str, str], ...] = (
     ("na_keyed_key_is_na", "`na_keyed`: the key is the NA text"),
     ("na_keyed_gold_absent", "`na_keyed`: the original gold text is gone"),
     ("na_keyed_in_place", "`na_keyed`: NA replaces the gold option in place"),
+    ("na_keyed_last_key_is_last_na", "`na_keyed_last`: the key is the NA text, last"),
+    ("na_keyed_last_gold_absent", "`na_keyed_last`: the original gold text is gone"),
+    ("na_keyed_last_order_kept", "`na_keyed_last`: the other options keep their order"),
+    ("foreign_key_in_place", "`foreign_key`: the borrowed text replaces the gold in place, as key"),
+    ("foreign_key_not_own_option", "`foreign_key`: the borrowed text is none of the own options"),
+    ("foreign_key_others_unchanged", "`foreign_key`: every other option is unchanged"),
     ("na_distractor_key_is_gold", "`na_distractor`: the key is still the original gold"),
     ("na_distractor_replaced_distractor", "`na_distractor`: NA replaced a distractor"),
     ("aota_appended", "`all_of_the_above`: the original options plus the text, last"),
@@ -40,6 +46,15 @@ WHY = {
     "na_keyed": (
         "the gold option is replaced in place by an NA phrasing, which becomes the key: "
         "a model must recognise that none of the remaining options is correct"
+    ),
+    "na_keyed_last": (
+        "the gold option is removed, the other options keep their order and an NA phrasing "
+        "is appended as the last option, which is the key (where test-writing guidelines put NA)"
+    ),
+    "foreign_key": (
+        "the ablation control of the NA study: the gold option is replaced in place by the gold "
+        "text of another item of the same subject, which becomes the key; the drop it causes "
+        "separates NA semantics from 'any replacement of the gold text'"
     ),
     "na_distractor": (
         "one distractor is replaced by an NA phrasing; the key is unchanged: a model must "

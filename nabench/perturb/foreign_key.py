@@ -1,0 +1,108 @@
+"""`foreign_key`: the NA study's ablation control. The gold option's text is replaced in
+place by the gold text of another item of the same subject, which becomes the key; if the
+NA-keyed drop is about NA semantics, this replacement should cost much less.
+
+The donor is drawn per item from (seed, "foreign_key", id) among the donor pool (the whole
+audited split, so `--limit` / `--sample` builds borrow what the full build does). A donor
+whose gold text equals any of the item's own options (normalised as the audit does, case-folded) is
+skipped. The borrowed text is recorded in `na_text` (the inserted text).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from nabench.audit.patterns import normalise_text
+from nabench.core.errors import NabenchError
+from nabench.core.rng import item_rng
+from nabench.perturb._base import Builder
+from nabench.schemas.columns import ItemColumns, perturbed_table, replace_each
+
+PURPOSE = "foreign_key"
+RANDOM_TRIES = 32  # then a seeded full scan of the subject's pool
+
+
+def _norm(text: str) -> str:
+    # the audit's comparison text (NFKC, zero-width removed, whitespace collapsed), case-folded
+    return normalise_text(text).casefold()
+
+
+@dataclass(frozen=True)
+class DonorPool:
+    """Gold texts of the pool items, grouped by subject (in pool order)."""
+
+    by_subject: dict[str, list[tuple[str, str]]]  # subject -> [(id, gold text)]
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> DonorPool:
+        groups: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        rows = zip(
+            table.column("id").to_pylist(),
+            table.column("subject").to_pylist(),
+            table.column("choices").to_pylist(),
+            table.column("answer").to_pylist(),
+            strict=True,
+        )
+        for item_id, subject, choices, answer in rows:
+            groups[subject or ""].append((item_id, choices[answer]))
+        return cls(dict(groups))
+
+    def draw(self, seed: int, item_id: str, subject: str | None, own: Sequence[str]) -> str:
+        """The borrowed gold text for one item (never one of its own options)."""
+        candidates = self.by_subject.get(subject or "", [])
+        taken = {_norm(c) for c in own}
+
+        def usable(k: int) -> bool:
+            donor_id, text = candidates[k]
+            return donor_id != item_id and _norm(text) not in taken
+
+        if candidates:
+            rng = item_rng(seed, item_id, PURPOSE)
+            for _ in range(RANDOM_TRIES):
+                k = rng.randrange(len(candidates))
+                if usable(k):
+                    return candidates[k][1]
+            start = rng.randrange(len(candidates))
+            for step in range(len(candidates)):
+                k = (start + step) % len(candidates)
+                if usable(k):
+                    return candidates[k][1]
+        raise NabenchError(
+            f"foreign_key: no other item of subject {subject!r} has a gold text that differs "
+            f"from every option of {item_id}"
+        )
+
+
+@dataclass(frozen=True)
+class ForeignKey(Builder):
+    kind = "foreign_key"
+    description = "Gold option replaced in place by another same-subject item's gold text (key)."
+
+    @property
+    def config_name(self) -> str:
+        return self.kind
+
+    def build(self, items: ItemColumns, seed: int) -> pa.Table:
+        pool = DonorPool.from_table(items.donors if items.donors is not None else items.table)
+        t = items.table
+        rows = zip(
+            t.column("id").to_pylist(),
+            t.column("subject").to_pylist(),
+            t.column("choices").to_pylist(),
+            strict=True,
+        )
+        texts = pa.array([pool.draw(seed, i, s, cs) for i, s, cs in rows], pa.string())
+        answers = items.answer
+        return perturbed_table(
+            items,
+            variant=self.kind,
+            choices=replace_each(items.choices, answers, texts),
+            answer=answers,
+            replaced_index=answers,
+            na_text=texts,
+            seed=seed,
+        )
