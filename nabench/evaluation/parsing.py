@@ -50,19 +50,19 @@ MAX_CHOICES = 26
 INVALID = -1  # integer code of an invalid (unparseable) answer
 _LETTERS = string.ascii_uppercase
 
-# A wrapped label token: openers, the letter, closers, then a boundary. "3.5", "Apple",
-# "A/B" are not tokens.
+# A label token: openers, the letter, then a break: the end, whitespace, a closer or
+# punctuation, or "." / ":" before one of those. So "3.5", "Apple", "A/B" are no tokens.
 _OPEN = r"(?:[(\[*_$]|\\boxed\{|\\text(?:bf)?\{)*"
-_CLOSE = r"(?:[)\]}*_$]|[.:](?=$|[\s*_)\]]))*"
-_END = r"(?=$|[\s,;:!?\"'’])"
+_BREAK = r"$|[\s)\]}*_$,;:!?\"'’]"
+_END = rf"(?={_BREAK}|[.:](?={_BREAK}|\.))"
 
 
 def _token(chars: str) -> str:
-    return rf"{_OPEN}(?P<tok>[{chars}]){_CLOSE}{_END}"
+    return rf"{_OPEN}(?P<tok>[{chars}]){_END}"
 
 
 _SEP = r"[\s:：=*#>\-–—]*"
-_COLON_KEY = r"(?i:\b(?:final\s+)?answer\s*[:：])"
+_COLON_KEY = r"(?i:(?:final\s+)?answer\s*[:：])"
 _PROSE_KEY = (
     r"(?i:\b(?:(?:the\s+)?(?:final|correct|right|best)\s+(?:answer|option|choice)"
     r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?(?:\s+(?:option|choice))?"
