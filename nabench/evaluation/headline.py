@@ -6,21 +6,23 @@ Accuracy is the mean item score (invalid outputs score the run's invalid credit)
 difference is ``acc_original − acc_variant`` and the relative drop is ``difference /
 acc_original``; 95 % CIs by paired percentile bootstrap (2,000 resamples, seed 0) over
 source items, so a config with several rows per item resamples whole items
-(``nabench.stats.paired.paired_drop``). McNemar's test (``nabench.stats.paired.mcnemar``) uses
-the 0/1 ``correct`` outcomes (an invalid answer is not correct). The same table per
-subject and per MMLU category, and HELM's worst case: per item the lowest score over
-every variant the run answered it in, against ``original``.
+(``nabench.stats.paired.paired_drops``). McNemar's test (``nabench.stats.paired.mcnemar``)
+uses the 0/1 ``correct`` outcomes (an invalid answer is not correct). The same table per
+MMLU category (bootstrap) and per subject (thousands of rows on a full panel:
+normal-approximation CIs with cluster-robust standard errors, ``ci_method: normal``),
+and HELM's worst case: per item the lowest score over every variant the run answered it
+in, against ``original``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nabench.evaluation.results import ORIGINAL, Results, category_of
-from nabench.stats.paired import mcnemar, paired_drop
+from nabench.stats.paired import mcnemar, paired_drops, paired_drops_normal
 
 __all__ = [
     "HEADLINE_COLUMNS",
@@ -56,6 +58,9 @@ HEADLINE_COLUMNS = [
 ]
 
 
+_RENAME = {"rel_low": "rel_drop_low", "rel_high": "rel_drop_high"}
+
+
 def paired_frame(results: Results, variants: Sequence[str]) -> pd.DataFrame:
     """One row per variant row with the original row of its source item (same run)."""
     r = results.responses
@@ -75,45 +80,55 @@ def paired_frame(results: Results, variants: Sequence[str]) -> pd.DataFrame:
     return paired
 
 
-def _row(g: pd.DataFrame) -> dict[str, Any]:
-    src = g["source_id"].to_numpy()
-    clustered = len(pd.unique(src)) < len(src)
-    drop = paired_drop(g["score_o"].to_numpy(), g["score_v"].to_numpy(), src if clustered else None)
-    co = g["correct_o"].to_numpy(bool)
-    cv = g["correct_v"].to_numpy(bool)
-    b, c = int((co & ~cv).sum()), int((~co & cv).sum())
-    test = mcnemar(b, c)
+def _counts(paired: pd.DataFrame, g: np.ndarray, n_groups: int) -> dict[str, np.ndarray]:
+    co = paired["correct_o"].to_numpy(bool)
+    cv = paired["correct_v"].to_numpy(bool)
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(g, mask.astype(np.float64), n_groups).astype(np.int64)
+
     return {
-        **drop.fields(),
-        "mcnemar_p": test.p_value,
-        "mcnemar_method": test.method,
-        "orig_only_correct": b,
-        "variant_only_correct": c,
-        "both_correct": int((co & cv).sum()),
-        "both_wrong": int((~co & ~cv).sum()),
-        "invalid_original": int(g["invalid_o"].sum()),
-        "invalid_variant": int(g["invalid_v"].sum()),
+        "orig_only_correct": count(co & ~cv),
+        "variant_only_correct": count(~co & cv),
+        "both_correct": count(co & cv),
+        "both_wrong": count(~co & ~cv),
+        "invalid_original": count(paired["invalid_o"].to_numpy(bool)),
+        "invalid_variant": count(paired["invalid_v"].to_numpy(bool)),
     }
 
 
-def headline_by(paired: pd.DataFrame, results: Results, extra: Sequence[str] = ()) -> pd.DataFrame:
-    """The headline table per run × config (× ``extra`` columns, e.g. subject)."""
+def headline_by(
+    paired: pd.DataFrame, results: Results, extra: Sequence[str] = (), bootstrap: bool = True
+) -> pd.DataFrame:
+    """The headline table per run × config (× ``extra`` columns, e.g. subject).
+
+    ``bootstrap=False`` gives normal-approximation CIs (cluster-robust), for tables of
+    thousands of rows (per subject); the ``ci_method`` column says which.
+    """
     keys = ["run", "config", *extra]
-    roles = results.roles()
-    models = dict(zip(results.summaries["run"], results.summaries["model"], strict=True))
-    rows = [
-        {
-            "run": k[0],
-            "model": models[k[0]],
-            "role": roles[k[0]],
-            "config": k[1],
-            **dict(zip(extra, k[2:], strict=True)),
-            **_row(g),
-        }
-        for k, g in paired.groupby(keys, sort=False)
-    ]
-    cols = [*HEADLINE_COLUMNS[:4], *extra, *HEADLINE_COLUMNS[4:]]
-    return pd.DataFrame(rows, columns=cols)
+    cols = [*HEADLINE_COLUMNS[:4], *extra, *HEADLINE_COLUMNS[4:], "ci_method"]
+    if paired.empty:
+        return pd.DataFrame(columns=cols)
+    g, uniq = pd.factorize(pd.MultiIndex.from_frame(paired[keys]))
+    n_groups = len(uniq)
+    src = paired["source_id"].to_numpy()
+    clustered = bool(paired.duplicated([*keys, "source_id"]).any())
+    args = (paired["score_o"].to_numpy(), paired["score_v"].to_numpy(), g,
+            src if clustered else None)  # fmt: skip
+    stats = paired_drops(*args) if bootstrap else paired_drops_normal(*args)
+    counts = _counts(paired, g, n_groups)
+    table = pd.DataFrame(list(uniq), columns=keys)
+    models = dict(zip(results.summaries["run"], results.summaries["model"], strict=False))
+    table.insert(1, "model", table["run"].map(models))
+    table.insert(2, "role", table["run"].map(results.roles()))
+    for name, values in {**stats, **counts}.items():
+        table[_RENAME.get(name, name)] = values
+    tests = [mcnemar(int(b), int(c)) for b, c in zip(counts["orig_only_correct"],
+             counts["variant_only_correct"], strict=True)]  # fmt: skip
+    table["mcnemar_p"] = [t.p_value for t in tests]
+    table["mcnemar_method"] = [t.method for t in tests]
+    table["ci_method"] = "bootstrap" if bootstrap else "normal"
+    return table[cols]
 
 
 def headline_table(results: Results, variants: Sequence[str]) -> dict[str, pd.DataFrame]:
@@ -121,7 +136,7 @@ def headline_table(results: Results, variants: Sequence[str]) -> dict[str, pd.Da
     paired = paired_frame(results, variants)
     return {
         "headline": headline_by(paired, results),
-        "headline_subjects": headline_by(paired, results, ["subject"]),
+        "headline_subjects": headline_by(paired, results, ["subject"], bootstrap=False),
         "headline_categories": headline_by(paired, results, ["category"]),
         "worst_case": worst_case_table(paired, results),
     }
@@ -133,7 +148,7 @@ def worst_case_table(paired: pd.DataFrame, results: Results) -> pd.DataFrame:
     Only items the run answered in every one of its variants count.
     """
     if paired.empty:
-        return pd.DataFrame(columns=[*HEADLINE_COLUMNS, "variants"])
+        return pd.DataFrame(columns=[*HEADLINE_COLUMNS, "ci_method", "variants"])
     n_var = paired.groupby("run")["config"].nunique()
     per_item = (
         paired.groupby(["run", "source_id"], sort=False)
@@ -152,5 +167,5 @@ def worst_case_table(paired: pd.DataFrame, results: Results) -> pd.DataFrame:
     full = full.assign(config="worst_case")
     table = headline_by(full, results)
     variants = paired.groupby("run")["config"].unique()
-    table["variants"] = table["run"].map(lambda r: ", ".join(variants[r]))
+    table["variants"] = [", ".join(variants[r]) for r in table["run"]]
     return table

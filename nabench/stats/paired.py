@@ -16,18 +16,27 @@
 
 from __future__ import annotations
 
-import math
+import dataclasses
+import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
-__all__ = ["EXACT_BELOW", "McNemar", "PairedDrop", "mcnemar", "paired_drop"]
+__all__ = [
+    "EXACT_BELOW",
+    "FIELDS",
+    "McNemar",
+    "PairedDrop",
+    "mcnemar",
+    "paired_drop",
+    "paired_drops",
+]
 
 EXACT_BELOW = 25  # discordant pairs below which McNemar's test is the exact binomial
-_BLOCK_ELEMS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -60,32 +69,132 @@ class PairedDrop:
         }
 
 
-def _cluster_types(
-    o: NDArray[np.float64], v: NDArray[np.float64], clusters: ArrayLike | None
-) -> tuple[NDArray[np.float64], NDArray[np.int64], int]:
-    if clusters is None:
-        sums = np.column_stack([o, v, np.ones_like(o)])
-    else:
-        _, inv = np.unique(np.asarray(clusters), return_inverse=True)
-        k = int(inv.max()) + 1
-        sums = np.column_stack(
-            [
-                np.bincount(inv, o, minlength=k),
-                np.bincount(inv, v, minlength=k),
-                np.bincount(inv, minlength=k).astype(np.float64),
-            ]
-        )
-    types, counts = np.unique(sums, axis=0, return_counts=True)
-    return types, counts, int(sums.shape[0])
+FIELDS = tuple(f.name for f in dataclasses.fields(PairedDrop))
 
 
-def _quantiles(x: NDArray[np.float64], confidence: float) -> tuple[float, float]:
-    ok = x[np.isfinite(x)]
-    if ok.size == 0:
-        return math.nan, math.nan
+def _codes(*columns: NDArray[Any]) -> NDArray[np.int64]:
+    """Dense codes of the distinct tuples of ``columns`` (factorize each, then combine)."""
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        c, uniq = pd.factorize(col)
+        code = pd.factorize(code * len(uniq) + c)[0].astype(np.int64)
+    return code
+
+
+def _clusters(
+    o: NDArray[np.float64], v: NDArray[np.float64], g: NDArray[np.int64], clusters: ArrayLike | None
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Per cluster (within its group): [Σ original, Σ variant, rows] and its group."""
+    if clusters is None:  # every row its own cluster
+        return np.column_stack([o, v, np.ones_like(o)]), g
+    key = _codes(g, np.asarray(clusters))
+    k = int(key.max()) + 1
+    sums = np.column_stack(
+        [np.bincount(key, o, k), np.bincount(key, v, k), np.bincount(key, minlength=k) * 1.0]
+    )
+    group = np.empty(k, dtype=np.int64)
+    group[key] = g
+    return sums, group
+
+
+def _quantiles(x: NDArray[np.float64], confidence: float) -> NDArray[np.float64]:
+    """Per column (group): the percentile interval, ignoring non-finite resamples."""
     alpha = 1.0 - confidence
-    lo, hi = np.quantile(ok, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(lo), float(hi)
+    q = [alpha / 2.0, 1.0 - alpha / 2.0]
+    bad = ~np.isfinite(x)
+    if not bad.any():
+        return np.quantile(x, q, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-nan columns give nan
+        return np.nanquantile(np.where(bad, np.nan, x), q, axis=0)
+
+
+def paired_drops(
+    original: ArrayLike,
+    variant: ArrayLike,
+    groups: ArrayLike,
+    clusters: ArrayLike | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int | np.random.Generator = 0,
+) -> dict[str, NDArray[Any]]:
+    """:func:`paired_drop` for every group at once: ``groups`` holds a group code
+    (0 … G−1) per row; returns one array of length G per :data:`FIELDS` name."""
+    o = np.asarray(original, dtype=np.float64).ravel()
+    v = np.asarray(variant, dtype=np.float64).ravel()
+    g = np.asarray(groups, dtype=np.int64).ravel()
+    if not (o.shape == v.shape == g.shape) or o.size == 0:
+        raise ValueError("paired_drop needs two equally long, non-empty score arrays")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    n_groups = int(g.max()) + 1
+    sums, cgroup = _clusters(o, v, g, clusters)
+    tcode = _codes(sums[:, 0], sums[:, 1], sums[:, 2])
+    n_types = int(tcode.max()) + 1
+    types = np.zeros((n_types, 3))
+    types[tcode] = sums
+    counts = np.bincount(cgroup * n_types + tcode, minlength=n_groups * n_types)
+    counts = counts.reshape(n_groups, n_types)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    n = np.bincount(g, minlength=n_groups)
+    acc_o = np.bincount(g, o, n_groups) / n
+    acc_v = np.bincount(g, v, n_groups) / n
+    out: dict[str, NDArray[Any]] = {"n": n, "n_clusters": counts.sum(axis=1),
+                                    "acc_original": acc_o, "acc_variant": acc_v,
+                                    "diff": acc_o - acc_v}  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["rel_drop"] = np.where(acc_o > 0, (acc_o - acc_v) / acc_o, np.nan)
+    ci = np.full((n_groups, 4), np.nan)
+    for k in range(n_groups):
+        present = np.flatnonzero(counts[k])
+        c = counts[k, present]
+        # one multinomial draw per resample over this group's cluster types
+        w = rng.multinomial(int(c.sum()), c / c.sum(), size=n_resamples)
+        tot = w @ types[present]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = (tot[:, 0] - tot[:, 1]) / tot[:, 2]
+            r = (tot[:, 0] - tot[:, 1]) / tot[:, 0]
+        ci[k, :2] = _quantiles(d, confidence)
+        ci[k, 2:] = _quantiles(r, confidence)
+    lo = dict(zip(("diff_low", "diff_high", "rel_low", "rel_high"), ci.T, strict=True))
+    return {**out, **lo}
+
+
+def paired_drops_normal(
+    original: ArrayLike,
+    variant: ArrayLike,
+    groups: ArrayLike,
+    clusters: ArrayLike | None = None,
+    confidence: float = 0.95,
+) -> dict[str, NDArray[Any]]:
+    """Like :func:`paired_drops`, with normal-approximation CIs: cluster-robust standard
+    errors of the difference and (delta method) of the relative drop. Vectorised over
+    groups; the report uses it for the many per-subject rows."""
+    o = np.asarray(original, dtype=np.float64).ravel()
+    v = np.asarray(variant, dtype=np.float64).ravel()
+    g = np.asarray(groups, dtype=np.int64).ravel()
+    if not (o.shape == v.shape == g.shape) or o.size == 0:
+        raise ValueError("paired_drop needs two equally long, non-empty score arrays")
+    z = float(sps.norm.ppf(0.5 + confidence / 2.0))
+    n_groups = int(g.max()) + 1
+    sums, cg = _clusters(o, v, g, clusters)
+    n_cl = np.bincount(cg, minlength=n_groups)
+    tot = np.column_stack([np.bincount(cg, sums[:, i], n_groups) for i in range(3)])
+    diff = (tot[:, 0] - tot[:, 1]) / tot[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(tot[:, 0] > 0, (tot[:, 0] - tot[:, 1]) / tot[:, 0], np.nan)
+        scale = np.where(n_cl > 1, n_cl / (n_cl - 1.0), np.nan)
+        e_d = (sums[:, 0] - sums[:, 1]) - diff[cg] * sums[:, 2]
+        se_d = np.sqrt(scale * np.bincount(cg, e_d**2, n_groups)) / tot[:, 2]
+        e_r = (sums[:, 0] - sums[:, 1]) - rel[cg] * sums[:, 0]
+        se_r = np.sqrt(scale * np.bincount(cg, e_r**2, n_groups)) / tot[:, 0]
+    return {
+        "n": tot[:, 2].astype(np.int64), "n_clusters": n_cl,
+        "acc_original": tot[:, 0] / tot[:, 2], "acc_variant": tot[:, 1] / tot[:, 2],
+        "diff": diff, "diff_low": np.maximum(diff - z * se_d, -1.0),
+        "diff_high": np.minimum(diff + z * se_d, 1.0),
+        "rel_drop": rel, "rel_low": rel - z * se_r, "rel_high": rel + z * se_r,
+    }  # fmt: skip
 
 
 def paired_drop(
@@ -98,28 +207,10 @@ def paired_drop(
 ) -> PairedDrop:
     """Accuracy drop original → variant over paired rows, with bootstrap CIs (see module)."""
     o = np.asarray(original, dtype=np.float64).ravel()
-    v = np.asarray(variant, dtype=np.float64).ravel()
-    if o.shape != v.shape or o.size == 0:
-        raise ValueError("paired_drop needs two equally long, non-empty score arrays")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    types, counts, n_clusters = _cluster_types(o, v, clusters)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    block = max(1, _BLOCK_ELEMS // types.shape[0])
-    tot = np.empty((n_resamples, 3))
-    for start in range(0, n_resamples, block):
-        stop = min(start + block, n_resamples)
-        w = rng.multinomial(n_clusters, counts / n_clusters, size=stop - start)
-        tot[start:stop] = w @ types
-    with np.errstate(divide="ignore", invalid="ignore"):
-        diffs = (tot[:, 0] - tot[:, 1]) / tot[:, 2]
-        rels = (tot[:, 0] - tot[:, 1]) / tot[:, 0]
-    acc_o, acc_v = float(o.mean()), float(v.mean())
-    diff = acc_o - acc_v
-    rel = diff / acc_o if acc_o > 0 else math.nan
-    d_lo, d_hi = _quantiles(diffs, confidence)
-    r_lo, r_hi = _quantiles(rels, confidence)
-    return PairedDrop(o.size, n_clusters, acc_o, acc_v, diff, d_lo, d_hi, rel, r_lo, r_hi)
+    res = paired_drops(o, variant, np.zeros(o.size, np.int64), clusters, confidence,
+                       n_resamples, seed)  # fmt: skip
+    values = {k: res[k][0].item() for k in FIELDS}
+    return PairedDrop(**values)
 
 
 @dataclass(frozen=True)
