@@ -8,7 +8,7 @@ acc_original``; 95 % CIs by paired percentile bootstrap (2,000 resamples, seed 0
 source items, so a config with several rows per item resamples whole items
 (``nabench.stats.paired.paired_drops``). McNemar's test (``nabench.stats.paired.mcnemar``)
 uses the 0/1 ``correct`` outcomes (an invalid answer is not correct). The same table per
-MMLU category (bootstrap) and per subject (thousands of rows on a full panel:
+MMLU category and per subject (hundreds to thousands of rows on a full panel:
 normal-approximation CIs with cluster-robust standard errors, ``ci_method: normal``),
 and HELM's worst case: per item the lowest score over every variant the run answered it
 in, against ``original``.
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from nabench.evaluation.results import ORIGINAL, Results, category_of
-from nabench.stats.paired import mcnemar, paired_drops, paired_drops_normal
+from nabench.stats.paired import mcnemar_many, paired_drops, paired_drops_normal
 
 __all__ = [
     "HEADLINE_COLUMNS",
@@ -97,6 +97,17 @@ def _counts(paired: pd.DataFrame, g: np.ndarray, n_groups: int) -> dict[str, np.
     }
 
 
+def _group_codes(frame: pd.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Dense group codes of ``frame``'s ``keys`` (in order of appearance) and the
+    position of each group's first row."""
+    code = np.zeros(len(frame), dtype=np.int64)
+    for k in keys:
+        c, uniq = pd.factorize(frame[k])
+        code = pd.factorize(code * max(1, len(uniq)) + c)[0]
+    _, first = np.unique(code, return_index=True)
+    return code, first
+
+
 def headline_by(
     paired: pd.DataFrame, results: Results, extra: Sequence[str] = (), bootstrap: bool = True
 ) -> pd.DataFrame:
@@ -109,24 +120,23 @@ def headline_by(
     cols = [*HEADLINE_COLUMNS[:4], *extra, *HEADLINE_COLUMNS[4:], "ci_method"]
     if paired.empty:
         return pd.DataFrame(columns=cols)
-    g, uniq = pd.factorize(pd.MultiIndex.from_frame(paired[keys]))
-    n_groups = len(uniq)
+    g, first = _group_codes(paired, keys)
+    n_groups = len(first)
     src = paired["source_id"].to_numpy()
     clustered = bool(paired.duplicated([*keys, "source_id"]).any())
     args = (paired["score_o"].to_numpy(), paired["score_v"].to_numpy(), g,
             src if clustered else None)  # fmt: skip
     stats = paired_drops(*args) if bootstrap else paired_drops_normal(*args)
     counts = _counts(paired, g, n_groups)
-    table = pd.DataFrame(list(uniq), columns=keys)
+    table = paired.iloc[first][keys].reset_index(drop=True)
     models = dict(zip(results.summaries["run"], results.summaries["model"], strict=False))
     table.insert(1, "model", table["run"].map(models))
     table.insert(2, "role", table["run"].map(results.roles()))
     for name, values in {**stats, **counts}.items():
         table[_RENAME.get(name, name)] = values
-    tests = [mcnemar(int(b), int(c)) for b, c in zip(counts["orig_only_correct"],
-             counts["variant_only_correct"], strict=True)]  # fmt: skip
-    table["mcnemar_p"] = [t.p_value for t in tests]
-    table["mcnemar_method"] = [t.method for t in tests]
+    _, p, exact = mcnemar_many(counts["orig_only_correct"], counts["variant_only_correct"])
+    table["mcnemar_p"] = p
+    table["mcnemar_method"] = np.where(exact, "exact", "chi2")
     table["ci_method"] = "bootstrap" if bootstrap else "normal"
     return table[cols]
 
@@ -137,7 +147,7 @@ def headline_table(results: Results, variants: Sequence[str]) -> dict[str, pd.Da
     return {
         "headline": headline_by(paired, results),
         "headline_subjects": headline_by(paired, results, ["subject"], bootstrap=False),
-        "headline_categories": headline_by(paired, results, ["category"]),
+        "headline_categories": headline_by(paired, results, ["category"], bootstrap=False),
         "worst_case": worst_case_table(paired, results),
     }
 

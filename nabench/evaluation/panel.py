@@ -70,24 +70,22 @@ def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Pane
     models = set(results.models)
     r = results.responses
     r = r[(r["config"] == config) & r["run"].isin(models)]
-    by_run = {run: g for run, g in r.groupby("run", sort=False)}
-    if not by_run:
+    sizes = r.groupby("run", sort=False).size()
+    if sizes.empty:
         return None
-    largest = max(len(g) for g in by_run.values())
-    keep = [run for run, g in by_run.items() if len(g) >= min_coverage * largest]
-    left_out = [run for run in by_run if run not in keep]
-    common = set(by_run[keep[0]]["id"])
-    for run in keep[1:]:
-        common &= set(by_run[run]["id"])
-    first = by_run[keep[0]]
-    ids = [i for i in first["id"] if i in common]  # the first run's item order
-    if not ids:
+    keep = [str(run) for run, n in sizes.items() if n >= min_coverage * sizes.max()]
+    left_out = [str(run) for run in sizes.index if run not in keep]
+    r = r[r["run"].isin(keep)]
+    # one pivot instead of a per-run lookup: items × runs, items all kept runs answered
+    wide = r.pivot(index="id", columns="run", values="score").dropna()
+    first = r[r["run"] == keep[0]]
+    in_all = pd.Index(first["id"]).isin(wide.index)  # the first run's item order
+    if not in_all.any():
         return None
-    subj = first.set_index("id").loc[ids, "subject"]
-    mat = np.vstack(
-        [by_run[run].set_index("id").loc[ids, "score"].to_numpy(np.float64) for run in keep]
-    )
-    subjects = ["(none)" if not isinstance(s, str) else s for s in subj]
+    first = first[in_all]
+    ids = first["id"].tolist()
+    mat = wide.loc[ids, keep].to_numpy(np.float64).T
+    subjects = first["subject"].fillna("(none)").astype(str).tolist()
     return Panel(config, keep, ids, subjects, mat, left_out)
 
 

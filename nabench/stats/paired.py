@@ -224,6 +224,22 @@ class McNemar:
     method: Literal["exact", "chi2"]
 
 
+def mcnemar_many(
+    b: ArrayLike, c: ArrayLike, exact_below: int = EXACT_BELOW
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """:func:`mcnemar` over arrays of counts: (statistic, p-value, exact?) arrays."""
+    bb = np.asarray(b, dtype=np.int64)
+    cc = np.asarray(c, dtype=np.int64)
+    n = bb + cc
+    exact = n < exact_below
+    k = np.minimum(bb, cc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chi = (np.abs(bb - cc) - 1.0) ** 2 / n
+    p_exact = np.where(n == 0, 1.0, np.minimum(1.0, 2.0 * sps.binom.cdf(k, n, 0.5)))
+    p = np.where(exact, p_exact, sps.chi2.sf(np.where(exact, 0.0, chi), 1))
+    return np.where(exact, k * 1.0, chi), p, exact
+
+
 def mcnemar(b: int, c: int, exact_below: int = EXACT_BELOW) -> McNemar:
     """McNemar's test on the discordant counts (see module docstring)."""
     if b < 0 or c < 0:
