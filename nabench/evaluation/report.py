@@ -25,6 +25,7 @@ Missing numbers are ``null``. Every table is also written as ``tables/<name>.csv
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +56,6 @@ from nabench.evaluation.tables import (
     phrasing_table,
     subject_table,
 )
-from nabench.llm import write_json_atomic
 from nabench.stats.inference import json_safe
 
 __all__ = ["REPORT_JSON_VERSION", "Report", "build_report", "report_json", "write_report"]
@@ -151,5 +151,7 @@ def write_report(
     report.markdown = render_markdown(report)
     with atomic_file(out / "report.md") as tmp:
         tmp.write_text(report.markdown, encoding="utf-8")
-    write_json_atomic(report_json(report), out / "report.json")
+    # compact JSON: the C encoder (indent= would fall back to the slow Python one)
+    with atomic_file(out / "report.json") as tmp:
+        tmp.write_text(json.dumps(report_json(report), ensure_ascii=False), encoding="utf-8")
     return report

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nabench.core.errors import NabenchError
@@ -106,7 +108,7 @@ def _run_names(dirs: Sequence[Path]) -> dict[Path, str]:
     return {d: d.name if counts[d.name] == 1 else f"{d.parent.name}/{d.name}" for d in dirs}
 
 
-def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pd.DataFrame]:
+def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table]:
     summary = json.loads(summary_path.read_text("utf-8"))
     config = summary["config"]
     parquet = summary_path.with_name(f"{config}.parquet")
@@ -114,11 +116,13 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pd.DataF
         raise NabenchError(f"{summary_path} has no responses file {parquet.name}")
     names = set(pq.read_schema(parquet).names)
     cols = _COLUMNS + (["source_id"] if "source_id" in names else [])
-    df = pd.read_parquet(parquet, columns=cols)
-    if "source_id" not in df.columns:  # results written before source ids were recorded
-        df["source_id"] = df["id"]
-    df.insert(0, "config", config)
-    df.insert(0, "run", run)
+    table = pq.read_table(parquet, columns=cols)
+    if "source_id" not in names:  # results written before source ids were recorded
+        table = table.append_column("source_id", table.column("id"))
+    n = table.num_rows
+    table = table.select(["id", "source_id", *_COLUMNS[1:]])
+    table = table.append_column("run", pa.array([run] * n, pa.string()))
+    table = table.append_column("config", pa.array([config] * n, pa.string()))
     row = {
         "run": run,
         "model": summary.get("model", run),
@@ -128,7 +132,7 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pd.DataF
         "kind": summary.get("kind", "mc"),
         "invalid_credit": summary.get("invalid_credit"),
     }
-    return row, df
+    return row, table
 
 
 def load_results(paths: Sequence[str | Path]) -> Results:
@@ -136,21 +140,22 @@ def load_results(paths: Sequence[str | Path]) -> Results:
     dirs = _run_dirs(paths)
     names = _run_names(dirs)
     rows: list[dict[str, Any]] = []
-    frames: list[pd.DataFrame] = []
+    tables: list[pa.Table] = []
     for d in dirs:
         for f in sorted(d.glob("*.summary.json")):
-            row, df = _read_config(f, names[d])
+            row, table = _read_config(f, names[d])
             rows.append(row)
-            frames.append(df)
-    return Results(pd.DataFrame(rows), _categorical(pd.concat(frames, ignore_index=True)))
+            tables.append(table)
+    return Results(pd.DataFrame(rows), _to_frame(tables))
 
 
-def _categorical(r: pd.DataFrame) -> pd.DataFrame:
-    """Key columns as categoricals: grouping, pairing and pivoting hash each distinct
-    string once instead of once per row (the report is linear in rows)."""
-    for col in ("run", "config", "subject", "gold"):
-        r[col] = r[col].astype("category")
-    ids = pd.Index(pd.concat([r["id"], r["source_id"]]).unique())
-    for col in ("id", "source_id"):
-        r[col] = pd.Categorical(r[col], categories=ids)
-    return r
+def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
+    """One frame; key columns dictionary-encoded in Arrow, so pandas gets categoricals:
+    grouping, pairing and pivoting hash each distinct string once, not once per row."""
+    table = pa.concat_tables(tables, promote_options="default")
+    for name in ("id", "source_id", "subject", "gold", "run", "config"):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
+    table = table.unify_dictionaries().combine_chunks()
+    front = ["run", "config"]
+    return table.to_pandas().loc[:, [*front, *(c for c in table.column_names if c not in front)]]
