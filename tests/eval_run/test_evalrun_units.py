@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nabench.core.errors import NabenchError
+from nabench.evaluation.panel import make_panel
+from nabench.evaluation.producers import _first_token_options
 from nabench.evaluation.prompts import (
     artifact_request,
     cot_prompt,
@@ -21,10 +23,8 @@ from nabench.evaluation.prompts import (
     letter_prompt,
     mc_request,
 )
-from nabench.evaluation.panel import make_panel
 from nabench.evaluation.report import build_report
 from nabench.evaluation.results import Results, category_of
-from nabench.evaluation.producers import _first_token_options
 from nabench.evaluation.runner import (
     Produced,
     StrategyProducer,
