@@ -37,7 +37,12 @@ __all__ = ["eval_cmd", "report_cmd"]
     type=click.Path(path_type=Path),
     default=Path("results"),
     show_default=True,
-    help="Output root: <out>/<model-slug>/<config>.parquet + .summary.json.",
+    help="Output root: <out>/<run>/<config>.parquet + .summary.json.",
+)
+@click.option(
+    "--run-name",
+    help="Folder name of this run under --out [the model slug]. A folder holding a run "
+    "with other settings is refused; without --run-name such a run goes to a new name.",
 )
 @click.option(
     "--invalid-credit",
@@ -64,6 +69,7 @@ def eval_cmd(
     mode: str,
     limit: int | None,
     out: Path,
+    run_name: str | None,
     invalid_credit: float,
     max_tokens: int,
     logprobs_k: int,
@@ -83,6 +89,7 @@ def eval_cmd(
             revision=revision,
             limit=limit,
             out=out,
+            run_name=run_name,
             invalid_credit=invalid_credit,
             cache=model_flags.cache,
             base_url=model_flags.base_url,
@@ -100,7 +107,7 @@ def eval_cmd(
             f"{s['run']:<28} {s['config']:<40} n={s['n']:<6} acc={s['accuracy']:.3f} "
             f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] invalid={s['invalid_rate']:.3f} "
             f"majority={s['majority_baseline']:.3f} calls={s['calls']} "
-            f"cache_hits={s['cache_hits']}"
+            f"cache_hits={s['cache_hits']} retries={s['retries']}"
         )
     if results:
         click.echo(f"wrote {results[0].parquet.parent}")

@@ -19,6 +19,8 @@ def atomic_file(path: Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    # mkstemp makes 0600; results and reports are read by others like build files.
+    os.chmod(tmp, 0o644)
     try:
         yield Path(tmp)
         os.replace(tmp, path)

@@ -1,29 +1,28 @@
 """Parse a model's raw generation into a choice letter (or a True/False judgement).
 
-Rule for :func:`parse_answer`, applied in this order:
+Rule for :func:`parse_answer` (letters are uppercase ``A``–``Z``; digits ``1``–``9`` map
+to letters, 1 → A):
 
-1. If the text contains ``Answer:`` (ASCII case-insensitive), keep only what follows
-   its FIRST occurrence; otherwise keep the whole text. First, not last: a base model
-   that keeps generating after its answer often writes a further made-up
-   ``Question: ... Answer: X`` block, and that later answer is not the model's answer.
-2. Skip leading whitespace and read exactly one token, in one of the forms
-   ``(X)``, ``X)``, ``X.``, ``X`` where ``X`` is an uppercase letter ``A``–``Z`` or a
-   digit ``1``–``9``. The token must end the text or be followed by whitespace,
-   one of ``, ; : ! ? * " ]``, or a ``.`` that itself ends the text or precedes
-   whitespace. So ``"2.5"``, ``"Apple"`` and ``"A/B"`` are not tokens.
-3. Digits map to letters (1 → A, 2 → B, …). A letter or digit beyond ``n_choices``
-   is invalid (``None``).
+1. **Cut a made-up continuation.** A base model often writes its answer, then a new
+   ``Question: … Answer: X`` block. Text from the first line starting ``Question:``
+   after the first answer statement is dropped.
+2. **The last answer statement wins.** A statement is one of: ``Answer: X`` (the
+   prompt's form; also ``Final answer: X``), ``the (correct|best) answer/option/choice
+   is X``, ``answer is X``, ``I choose/pick/select/go with X``, ``X is correct`` /
+   ``option X is the correct answer``, ``\\boxed{X}``. ``X`` may be wrapped as
+   ``(X)``, ``[X]``, ``**X**``, ``X)``, ``X.``, ``X:``, and may be followed by the
+   option's text (``Answer: D. 105``). Digits count only after ``Answer:``
+   (``the answer is 4`` is a number, not option D). Chain-of-thought discussion names
+   several letters; the last statement is the conclusion.
+3. **Otherwise the text must start with a label**: ``D``, ``(D) 105``, ``D) …``,
+   ``D. 105``, ``**D**``, ``D, because …`` — but not a word (``A good point``,
+   ``I think …``), and not when another option label (``B.``, ``(C)``) follows: that is
+   an echo of the options, not an answer.
+4. Anything else, and a letter or digit beyond ``n_choices``, is invalid (``None``),
+   kept distinct from a wrong letter; :mod:`nabench.evaluation.scoring` gives it the
+   invalid credit.
 
-Conventions chosen:
-
-* Lowercase letters are invalid: ``"Answer: a"`` is ``None``, because ``a``/``i``
-  are English words ("a cat", "i think") far more often than labels.
-* The uppercase pronoun ``I`` and article ``A`` are indistinguishable from option
-  labels. ``"Answer: I think"`` is ``None`` for ``n_choices < 9`` only because ``I`` is
-  out of range; ``"Answer: A good point"`` parses as ``A``. Prompts ask for the letter
-  right after ``Answer:``, so this ambiguity is inherent to the protocol.
-* Nothing else is tried (no "the answer is", no markdown ``**B**``): anything else is
-  invalid and gets the invalid credit in :mod:`nabench.evaluation.scoring`.
+Lowercase letters are never labels (``a``/``i`` are English words far more often).
 """
 
 from __future__ import annotations
@@ -49,20 +48,48 @@ __all__ = [
 
 MAX_CHOICES = 26
 INVALID = -1  # integer code of an invalid (unparseable) answer
+_LETTERS = string.ascii_uppercase
 
-# The atomic group `(?>...)` commits to the FIRST "answer:" when there is one, so a bad
-# token after it can't make the regex retry from a later "answer:" or from the start.
-_ANSWER = re.compile(
-    r"(?>(?:.*?(?ai:answer:))?)\s*"
-    r"(?:\((?P<paren>[A-Z1-9])\)|(?P<bare>[A-Z1-9])[.)]?)"
-    r"(?=$|[\s,;:!?*\"\]]|\.(?:$|\s))",
-    re.DOTALL,
+# A label token: openers, the letter, then a break: the end, whitespace, a closer or
+# punctuation, or "." / ":" before one of those. So "3.5", "Apple", "A/B" are no tokens.
+_OPEN = r"(?:[(\[*_$]|\\boxed\{|\\text(?:bf)?\{)*"
+_BREAK = r"$|[\s)\]}*_$,;:!?\"'’]"
+_END = rf"(?={_BREAK}|[.:](?={_BREAK}|\.))"
+
+
+def _token(chars: str) -> str:
+    return rf"{_OPEN}(?P<tok>[{chars}]){_END}"
+
+
+_SEP = r"[\s:：=*#>\-–—]*"
+_COLON_KEY = r"(?i:(?:final\s+)?answer\s*[:：])"
+_PROSE_KEY = (
+    r"(?i:\b(?:(?:the\s+)?(?:final|correct|right|best)\s+(?:answer|option|choice)"
+    r"(?:\s+(?:is|would\s+be|should\s+be|will\s+be))?(?:\s+(?:option|choice))?"
+    r"|answer\s+(?:is|would\s+be|should\s+be)(?:\s+(?:option|choice))?"
+    r"|(?:choose|pick|select|go\s+with)(?:\s+(?:option|choice))?))"
 )
+_STATEMENTS = (
+    re.compile(_COLON_KEY + _SEP + _token("A-Z1-9")),
+    re.compile(_PROSE_KEY + _SEP + _token("A-Z")),
+    re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?(?P<tok>[A-Z])\b"),
+    re.compile(
+        r"(?<![A-Za-z0-9])(?i:option\s+|choice\s+)?"
+        + _token("A-Z")
+        + r"\s+(?i:is|would\s+be)\s+(?i:the\s+)?(?i:correct|right|best)\b"
+    ),
+)
+_CONTINUATION = re.compile(r"\n\s*Question\s*:")
+_LEADING = re.compile(
+    r"\s*(?:[*_#>]+\s*)?"
+    r"(?:\((?P<p>[A-Z1-9])\)|(?P<b>[A-Z1-9])(?:[.):](?=$|\s|[*_])|(?=[*_]*\s*(?:$|\n))"
+    r"|(?=[,;!])|(?=\s+[-–—]\s)|(?=[*_])))"
+)
+_LABEL = re.compile(r"(?:^|(?<=\s))(?:\((?P<p>[A-Z])\)|(?P<b>[A-Z])[.)])(?=\s|$)")
 _BOOL = re.compile(
     r"(?>(?:.*?(?ai:answer:))?)\s*(?P<word>(?ai:true|false))(?![A-Za-z0-9_])",
     re.DOTALL,
 )
-_LETTERS = string.ascii_uppercase
 
 
 def _check_n_choices(n_choices: int) -> None:
@@ -70,15 +97,43 @@ def _check_n_choices(n_choices: int) -> None:
         raise ValueError(f"n_choices must be in 1..{MAX_CHOICES}, got {n_choices}")
 
 
+def _code(ch: str, n_choices: int) -> int:
+    code = int(ch) - 1 if ch.isdigit() else ord(ch) - ord("A")
+    return code if code < n_choices else INVALID
+
+
+def _statements(text: str) -> list[tuple[int, int, str]]:
+    return sorted(
+        (m.start(), m.end(), m.group("tok")) for p in _STATEMENTS for m in p.finditer(text)
+    )
+
+
+def _cut_continuation(text: str) -> str:
+    """``text`` up to a made-up ``Question:`` block after the first answer-like token."""
+    ends = [end for _, end, _ in _statements(text)]
+    lead = _LEADING.match(text)
+    if lead is not None:
+        ends.append(lead.end())
+    cut = _CONTINUATION.search(text, min(ends)) if ends else None
+    return text[: cut.start()] if cut else text
+
+
+def _leading_label(text: str) -> str | None:
+    m = _LEADING.match(text)
+    if m is None:
+        return None
+    tok = m.group("p") or m.group("b")
+    others = {x.group("p") or x.group("b") for x in _LABEL.finditer(text, m.end())}
+    return None if others - {tok} else tok
+
+
 def parse_answer_code(text: str, n_choices: int = 4) -> int:
     """0-based choice index parsed from ``text``, or ``INVALID`` (-1)."""
     _check_n_choices(n_choices)
-    m = _ANSWER.match(text)
-    if m is None:
-        return INVALID
-    ch = m.group("paren") or m.group("bare")
-    code = int(ch) - 1 if ch.isdigit() else ord(ch) - ord("A")
-    return code if code < n_choices else INVALID
+    text = _cut_continuation(text)
+    found = _statements(text)
+    tok = found[-1][2] if found else _leading_label(text)
+    return INVALID if tok is None else _code(tok, n_choices)
 
 
 def parse_answer(text: str, n_choices: int = 4) -> str | None:
@@ -122,8 +177,9 @@ def codes_to_letters(codes: Iterable[int]) -> list[str | None]:
 def parse_bool(text: str) -> bool | None:
     """True/False judgement for individual-prior prompts, or None if invalid.
 
-    Same ``Answer:`` rule as :func:`parse_answer`; the first word must be ``true`` or
-    ``false`` (case-insensitive: unlike letters, these words are unambiguous).
+    If the text contains ``Answer:``, what follows its first occurrence; the first word
+    must be ``true`` or ``false`` (case-insensitive: unlike letters, these words are
+    unambiguous).
     """
     m = _BOOL.match(text)
     if m is None:

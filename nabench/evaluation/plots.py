@@ -1,33 +1,38 @@
 """PNG plots of a :class:`~nabench.evaluation.report.Report` (matplotlib, Agg backend).
 
-* ``original_vs_variants.png``: one point per run (Wilson/bootstrap 95 % CI bars),
-  accuracy on ``original`` (x) vs ``na_keyed`` and ``na_distractor`` (y), identity line.
-* ``subject_drop_<variant>.png``: per-subject drop original → variant, mean over runs,
-  ranked.
-* ``choices_only_vs_majority.png``: choices-only accuracy vs the majority baseline per run
-  (only when artifact results exist).
-* ``kr20_by_category.png``: KR-20 per MMLU category, one bar per variant.
+Every plot has a title with its n, labelled axes, legends outside the bars, and draws a
+missing value as missing (an ``n/a`` mark), never as 0.
+
+* ``original_vs_variant.png`` (the NA paper's Fig. 5): per run, accuracy on ``original``
+  and on each variant over the same items (baselines hatched).
+* ``subject_drop_<variant>.png`` (Fig. 6): subjects ranked by the drop original →
+  variant, mean over models, whiskers the range over models.
+* ``confidence_change.png`` (Fig. 7): per subject, the change in mean confidence from
+  ``original`` to ``na_keyed`` (loglik model runs), ranked.
+* ``kr20_by_category.png``: KR-20 per MMLU category and variant (≥ 5 models only).
+* ``choices_only_vs_majority.png``: choices-only accuracy vs the majority baseline.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from nabench.evaluation.report import Report
 
 __all__ = ["write_plots"]
 
-SCATTER_VARIANTS = ("na_keyed", "na_distractor")
+_LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 8, "frameon": False}
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -43,59 +48,127 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def scatter_original_vs_variants(configs: pd.DataFrame, path: Path) -> Path | None:
-    variants = [v for v in SCATTER_VARIANTS if v in set(configs["config"])]
-    if "original" not in set(configs["config"]) or not variants:
+def _mark_missing(ax: Axes, x: float, y: float = 0.02, horizontal: bool = False) -> None:
+    pos = (y, x) if horizontal else (x, y)
+    ax.text(*pos, "n/a", ha="center", va="bottom", fontsize=7, color="0.4")
+
+
+def original_vs_variant(headline: pd.DataFrame, path: Path) -> Path | None:
+    """Fig. 5: paired accuracy on original and each variant, one group of bars per run."""
+    if headline.empty:
         return None
+    variants = list(dict.fromkeys(headline["config"]))
+    runs = list(dict.fromkeys(headline["run"]))
+    roles = dict(zip(headline["run"], headline["role"], strict=False))
     plt = _pyplot()
-    fig, axes = plt.subplots(1, len(variants), figsize=(5.2 * len(variants), 5), squeeze=False)
-    idx = configs.set_index(["run", "config"])
-    for ax, variant in zip(axes[0], variants, strict=True):
-        runs = [
-            r
-            for r in dict.fromkeys(configs["run"])
-            if (r, "original") in idx.index and (r, variant) in idx.index
-        ]
-        for run in runs:
-            o, v = idx.loc[(run, "original")], idx.loc[(run, variant)]
-            ax.errorbar(
-                o["accuracy"],
-                v["accuracy"],
-                xerr=[[o["accuracy"] - o["ci_low"]], [o["ci_high"] - o["accuracy"]]],
-                yerr=[[v["accuracy"] - v["ci_low"]], [v["ci_high"] - v["accuracy"]]],
-                fmt="o",
-                capsize=3,
-                label=run,
-            )
-        ax.plot([0, 1], [0, 1], "k--", lw=1, label="identity")
-        ax.set(
-            xlim=(0, 1.02),
-            ylim=(0, 1.02),
-            xlabel="accuracy on original",
-            ylabel=f"accuracy on {variant}",
-            title=f"original vs {variant}",
-        )
-        ax.set_aspect("equal")
-        ax.legend(fontsize=7, loc="best")
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(runs) * (len(variants) + 1)), 4.5))
+    width = 0.8 / (len(variants) + 1)
+    idx = headline.set_index(["run", "config"])
+    x = np.arange(len(runs))
+    orig = [
+        idx.loc[(r, variants[0]), "acc_original"] if (r, variants[0]) in idx.index else np.nan
+        for r in runs
+    ]
+    hatch = ["//" if roles[r] == "baseline" else "" for r in runs]
+    ax.bar(x - 0.4 + width / 2, orig, width, label="original", color="0.55", hatch=hatch)
+    for j, v in enumerate(variants, start=1):
+        vals = [idx.loc[(r, v), "acc_variant"] if (r, v) in idx.index else np.nan for r in runs]
+        xs = x - 0.4 + width * (j + 0.5)
+        ax.bar(xs, vals, width, label=v, hatch=hatch)
+        for xi, val in zip(xs, vals, strict=True):
+            if np.isnan(val):
+                _mark_missing(ax, float(xi))
+    n = headline.groupby("run")["n"].max()
+    ax.set_xticks(x, [f"{r}\n(n={int(n[r])})" for r in runs], rotation=30, ha="right", fontsize=8)
+    ax.set(
+        ylim=(0, 1.05),
+        ylabel="accuracy (same items)",
+        xlabel="run (hatched: baseline)",
+        title=f"Accuracy on original vs each variant ({len(runs)} runs)",
+    )
+    ax.legend(**_LEGEND)
     return _save(fig, path)
 
 
-def subject_drop_ranking(
-    drops: pd.DataFrame, variant: str, path: Path, top: int = 30
-) -> Path | None:
-    g = drops[drops["variant"] == variant]
+def subject_drop_ranking(subjects: pd.DataFrame, variant: str, path: Path) -> Path | None:
+    """Fig. 6: subjects ranked by the mean drop over models, whiskers the model range."""
+    g = subjects[(subjects["config"] == variant) & (subjects["role"] == "model")]
     if g.empty:
         return None
-    mean = g.groupby("subject")["drop"].mean().sort_values(ascending=True).tail(top)
+    agg = g.groupby("subject").agg(
+        mean=("diff", "mean"), lo=("diff", "min"), hi=("diff", "max"), n=("n", "max")
+    )
+    agg = agg.sort_values("mean")
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 0.3 * len(mean) + 1.5))
-    colors = np.where(mean.to_numpy() >= 0, "tab:red", "tab:blue")
-    ax.barh(mean.index, mean.to_numpy(), color=colors)
+    fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(agg) + 1.8))
+    y = np.arange(len(agg))
+    err = [agg["mean"] - agg["lo"], agg["hi"] - agg["mean"]]
+    colors = np.where(agg["mean"].to_numpy() >= 0, "tab:red", "tab:blue")
+    ax.barh(y, agg["mean"], color=colors, xerr=err, capsize=2, ecolor="0.3")
+    ax.set_yticks(
+        y, [f"{s} (n={int(k)})" for s, k in zip(agg.index, agg["n"], strict=True)], fontsize=7
+    )
+    ax.axvline(0, color="k", lw=0.8)
+    models = g["run"].nunique()
+    ax.set(
+        xlabel="accuracy drop original − variant (mean over models; whiskers: range)",
+        ylabel="subject (n = paired items)",
+        title=f"Subjects ranked by drop: original → {variant} ({models} model(s))",
+    )
+    return _save(fig, path)
+
+
+def confidence_change(conf: pd.DataFrame, models: set[str], path: Path) -> Path | None:
+    """Fig. 7: mean confidence change original → na_keyed per subject (loglik models)."""
+    c = conf[conf["run"].isin(models)]
+    if c.empty or c["change"].isna().all():
+        return None
+    agg = c.groupby("subject").agg(change=("change", "mean"), n=("n", "max")).sort_values("change")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(agg) + 1.8))
+    y = np.arange(len(agg))
+    vals = agg["change"].to_numpy()
+    ax.barh(y, np.nan_to_num(vals), color=np.where(vals < 0, "tab:blue", "tab:red"))
+    for yi, v in zip(y, vals, strict=True):
+        if np.isnan(v):
+            _mark_missing(ax, float(yi), 0.0, horizontal=True)
+    ax.set_yticks(
+        y, [f"{s} (n={int(k)})" for s, k in zip(agg.index, agg["n"], strict=True)], fontsize=7
+    )
     ax.axvline(0, color="k", lw=0.8)
     ax.set(
-        xlabel="accuracy drop (original − variant), mean over runs",
-        title=f"Per-subject drop: original → {variant}",
+        xlabel="mean confidence on na_keyed − on original",
+        ylabel="subject (n = items)",
+        title=f"Confidence change per subject ({c['run'].nunique()} loglik model run(s))",
     )
+    return _save(fig, path)
+
+
+def kr20_bars(kr: pd.DataFrame, path: Path) -> Path | None:
+    """KR-20 per category and variant; undefined values are marked n/a, not drawn as 0."""
+    ok = kr[kr["note"] == ""] if not kr.empty else kr
+    if ok.empty or ok["kr20"].isna().all():
+        return None
+    wide = ok.pivot(index="category", columns="config", values="kr20")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(wide) + 3), 4.5))
+    width = 0.8 / max(1, wide.shape[1])
+    x = np.arange(len(wide))
+    for j, cfg in enumerate(wide.columns):
+        xs = x + (j - (wide.shape[1] - 1) / 2) * width
+        vals = wide[cfg].to_numpy(np.float64)
+        ax.bar(xs, vals, width, label=cfg)  # nan bars are not drawn
+        for xi in xs[np.isnan(vals)]:
+            _mark_missing(ax, float(xi))
+    ax.set_xticks(x, wide.index)
+    ax.axhline(0, color="k", lw=0.8)
+    n_models = int(ok["n_models"].max())
+    ax.set(
+        ylabel="KR-20",
+        xlabel="MMLU category",
+        title=f"KR-20 per category and variant ({n_models} models)",
+    )
+    ax.legend(**_LEGEND)
     return _save(fig, path)
 
 
@@ -109,26 +182,15 @@ def choices_only_bars(configs: pd.DataFrame, path: Path) -> Path | None:
     err = [co["accuracy"] - co["ci_low"], co["ci_high"] - co["accuracy"]]
     ax.bar(x - 0.2, co["accuracy"], 0.4, yerr=err, capsize=3, label="choices-only accuracy")
     ax.bar(x + 0.2, co["majority_baseline"], 0.4, label="majority baseline")
-    ax.set_xticks(x, co["run"], rotation=30, ha="right")
-    ax.set(ylim=(0, 1), ylabel="accuracy", title="Choices-only vs majority baseline")
-    ax.legend()
-    return _save(fig, path)
-
-
-def kr20_bars(kr: pd.DataFrame, path: Path) -> Path | None:
-    if kr.empty or kr["kr20"].isna().all():
-        return None
-    wide = kr.pivot(index="category", columns="config", values="kr20")
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(wide) + 3), 4.5))
-    width = 0.8 / max(1, wide.shape[1])
-    x = np.arange(len(wide))
-    for j, cfg in enumerate(wide.columns):
-        ax.bar(x + (j - (wide.shape[1] - 1) / 2) * width, wide[cfg].fillna(0.0), width, label=cfg)
-    ax.set_xticks(x, wide.index)
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set(ylabel="KR-20", title="KR-20 per MMLU category and variant (n/a drawn as 0)")
-    ax.legend(fontsize=7)
+    labels = [f"{r}\n(n={n})" for r, n in zip(co["run"], co["n"], strict=True)]
+    ax.set_xticks(x, labels, rotation=30, ha="right")
+    ax.set(
+        ylim=(0, 1),
+        ylabel="accuracy",
+        xlabel="run",
+        title="Choices-only accuracy vs majority baseline",
+    )
+    ax.legend(**_LEGEND)
     return _save(fig, path)
 
 
@@ -136,17 +198,18 @@ def write_plots(report: Report, out: Path) -> dict[str, Path]:
     """Every plot the report's tables support; name → written PNG path."""
     t = report.tables
     made: dict[str, Path | None] = {
-        "original_vs_variants": scatter_original_vs_variants(
-            t["configs"], out / "original_vs_variants.png"
+        "original_vs_variant": original_vs_variant(t["headline"], out / "original_vs_variant.png"),
+        "confidence_change": confidence_change(
+            t["confidence"], set(report.results.models), out / "confidence_change.png"
         ),
+        "kr20_by_category": kr20_bars(t["kr20_category"], out / "kr20_by_category.png"),
         "choices_only_vs_majority": choices_only_bars(
             t["configs"], out / "choices_only_vs_majority.png"
         ),
-        "kr20_by_category": kr20_bars(t["kr20_category"], out / "kr20_by_category.png"),
     }
-    if not t["drops"].empty:
-        for variant in dict.fromkeys(t["drops"]["variant"]):
-            made[f"subject_drop_{variant}"] = subject_drop_ranking(
-                t["drops"], variant, out / f"subject_drop_{variant}.png"
-            )
+    subj = t["headline_subjects"]
+    for variant in dict.fromkeys(subj["config"]):
+        made[f"subject_drop_{variant}"] = subject_drop_ranking(
+            subj, variant, out / f"subject_drop_{variant}.png"
+        )
     return {k: v for k, v in made.items() if v is not None}

@@ -66,6 +66,16 @@ class Guideline:
             "additionalProperties": False,
         }
 
+    def contradiction(self, value: Any) -> str | None:
+        """Why a schema-valid label contradicts itself, or None: an applicable item names
+        no failing rule (``"none"``), a not-applicable one names the rule that fails."""
+        applicable, rule = value.get("na_applicable"), value.get("rule")
+        if applicable is True and rule != "none":
+            return f"contradiction: na_applicable true with the not-applicable rule {rule!r}"
+        if applicable is False and rule == "none":
+            return "contradiction: na_applicable false with rule 'none'"
+        return None
+
     def system_prompt(self) -> str:
         """Instructions + rules + worked examples: the prefix shared by every prompt."""
         lines = [self.instructions.strip(), "", "Rules:"]

@@ -56,6 +56,7 @@ def label_items(
         namespace=f"guideline:{guideline.name}:{guideline.version}",
         chunk_size=chunk_size,
         progress=progress,
+        check=guideline.contradiction,
     )
     rows: dict[str, list[Any]] = {name: [] for name in LABEL_ARROW.names}
     for item_id, req, res in zip(items.column("id").to_pylist(), requests, results, strict=True):

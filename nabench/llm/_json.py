@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,8 +57,13 @@ def complete_json(
     namespace: str = "",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: bool = False,
+    check: Callable[[Any], str | None] | None = None,
 ) -> tuple[list[JsonResult], RunStats]:
     """Ask for JSON valid under `schema`; retry invalid answers up to `max_attempts` times.
+
+    `check(value)` may reject a schema-valid value with a reason (e.g. a label that
+    contradicts itself); it is then invalid and retried like malformed JSON. Each
+    re-asked request counts once in `RunStats.retries` (beside transport retries).
 
     Attempt k > 1 uses seed=k and temperature 0.7, and k is part of the cache namespace,
     so a cached re-run replays exactly the same attempts. Invalid output is reported as
@@ -89,6 +94,8 @@ def complete_json(
             progress=progress,
         )
         stats.add(st)  # calls / cache_hits / errors count requests over all attempts
+        if attempt > 1:
+            stats.retries += len(reqs)
         still: list[int] = []
         for i, comp in zip(todo, comps, strict=True):
             err: str | None
@@ -96,6 +103,9 @@ def complete_json(
                 value, err = None, f"backend: {comp.error}"
             else:
                 value, err = parse_json(comp.text, validator)
+                if err is None and check is not None:
+                    err = check(value)
+                    value = None if err else value
             res = JsonResult(
                 value=value, raw=comp.text, attempts=attempt, valid=err is None, error=err
             )

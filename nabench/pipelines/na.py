@@ -350,6 +350,7 @@ def _readme_renderer(
             "variants": variants,
             "perturbed_configs": perturbed,
             "has_labels": "labels" in counts,
+            "n_labeled": sum(counts.get("labels", {}).values()),
             "split_names": split_names,
             "count_rows": [
                 {"config": c, "counts": [per.get(s, 0) for s in split_names]}

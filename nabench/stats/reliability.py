@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
@@ -97,19 +98,18 @@ def kr20_by_group(
     g = np.asarray(groups, dtype=object)
     if g.shape != (x.shape[1],):
         raise ValueError(f"need one group label per item: {g.size} labels, {x.shape[1]} items")
-    # A dict keeps labels as given (None stays None) and hashes instead of sorting objects.
-    index: dict[object, int] = {}
-    inv = np.fromiter((index.setdefault(lab, len(index)) for lab in g), np.intp, count=g.size)
-    uniq = list(index)
+    # factorize keeps labels as given (None stays a label) and hashes instead of sorting.
+    inv, labels = pd.factorize(g, use_na_sentinel=False)
+    uniq = list(labels)
     n_groups = len(uniq)
     if x.shape[0] == 0:
         return dict.fromkeys(uniq, math.nan)
     p = x.mean(axis=0)
     pq = np.bincount(inv, weights=p * (1.0 - p), minlength=n_groups).astype(np.float64)
     k = np.bincount(inv, minlength=n_groups).astype(np.float64)
-    onehot = np.zeros((x.shape[1], n_groups))
-    onehot[np.arange(x.shape[1]), inv] = 1.0
-    totals = x @ onehot  # models × groups
+    order = np.argsort(inv, kind="stable")
+    starts = np.searchsorted(inv[order], np.arange(n_groups))
+    totals = np.add.reduceat(x[:, order], starts, axis=1)  # models × groups
     vals = _kr20_parts(pq, k, totals.var(axis=0))
     return {u: float(v) for u, v in zip(uniq, vals, strict=True)}
 

@@ -14,6 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nabench.core.errors import NabenchError
+from nabench.evaluation.panel import make_panel
+from nabench.evaluation.producers import _first_token_options
 from nabench.evaluation.prompts import (
     artifact_request,
     cot_prompt,
@@ -21,13 +23,8 @@ from nabench.evaluation.prompts import (
     letter_prompt,
     mc_request,
 )
-from nabench.evaluation.report import (
-    Results,
-    build_report,
-    category_of,
-    drop_table,
-    make_panel,
-)
+from nabench.evaluation.report import build_report
+from nabench.evaluation.results import Results, category_of
 from nabench.evaluation.runner import (
     Produced,
     StrategyProducer,
@@ -237,8 +234,9 @@ def _results(scores: dict[tuple[str, str], list[float]], subjects: list[str]) ->
     frames, rows = [], []
     for (run, config), s in scores.items():
         n = len(s)
+        ids = [f"i{k}" for k in range(n)]
         frames.append(pd.DataFrame({
-            "run": run, "config": config, "id": [f"i{k}" for k in range(n)],
+            "run": run, "config": config, "id": ids, "source_id": ids,
             "subject": subjects[:n], "score": s, "correct": [x == 1.0 for x in s],
             "invalid": [False] * n, "confidence": [np.nan] * n, "gold": ["A", "B"] * (n // 2),
         }))  # fmt: skip
@@ -265,27 +263,25 @@ def test_report_tables_on_hand_made_results() -> None:
     cfg = rep.tables["configs"].set_index(["run", "config"])
     assert cfg.loc[("m2", "original"), "accuracy"] == 0.5
     assert cfg.loc[("m2", "original"), "majority_baseline"] == 0.5
-    drops = drop_table(res)
-    m1 = drops[(drops["run"] == "m1") & (drops["variant"] == "na_keyed")].set_index("subject")
-    assert m1.loc["anatomy", "drop"] == pytest.approx(0.5)
-    assert m1.loc["philosophy", "drop"] == pytest.approx(0.0)
-    assert m1.loc["anatomy", "rank"] == 1
+    subjects = rep.tables["headline_subjects"]
+    m1 = subjects[(subjects["run"] == "m1") & (subjects["config"] == "na_keyed")]
+    m1 = m1.set_index("subject")
+    assert m1.loc["anatomy", "diff"] == pytest.approx(0.5)
+    assert m1.loc["philosophy", "diff"] == pytest.approx(0.0)
+    head = rep.tables["headline"].set_index(["run", "config"])
+    assert head.loc[("m1", "na_keyed"), "diff"] == pytest.approx(0.25)
+    assert head.loc[("m1", "na_keyed"), "orig_only_correct"] == 1
+    # 3 models < 5: no panel numbers, the reason instead
     panel = rep.tables["panel"].set_index("config")
-    x = np.array([[1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 0, 1]], float)
-    totals = x.sum(1)
-    p = x.mean(0)
-    expected = 4 / 3 * (1 - (p * (1 - p)).sum() / totals.var())
-    assert panel.loc["original", "kr20"] == pytest.approx(expected)
-    # 3 runs -> groups of 1: D = top run (m1) - bottom run (m3)
-    assert panel.loc["original", "mean_D"] == pytest.approx((x[0] - x[2]).mean())
-    cats = rep.tables["kr20_category"]
-    assert set(cats["category"]) == {"stem", "humanities"}
+    assert panel.loc["original", "n_models"] == 3
+    assert math.isnan(panel.loc["original", "kr20"])
+    assert panel.loc["original", "note"] == "needs ≥ 5 models"
+    assert rep.tables["discrimination"].empty
     corr = rep.tables["correlations"].set_index("variant")
-    assert corr.loc["na_keyed", "n_runs"] == 3
-    assert corr.loc["na_keyed", "pearson_r"] == pytest.approx(
-        np.corrcoef([1.0, 0.5, 0.25], [0.75, 0.25, 0.0])[0, 1]
-    )
-    assert rep.tables["phrasing"].set_index("run").loc["m1", "spread"] == pytest.approx(0.25)
+    assert corr.loc["na_keyed", "note"] == "needs ≥ 5 models"
+    assert math.isnan(corr.loc["na_keyed", "pearson_r"])
+    phr = rep.tables["phrasing"].set_index("run")
+    assert phr.loc["m1", "spread"] == pytest.approx(0.25)
 
 
 def test_panel_leaves_out_partial_runs() -> None:
@@ -304,8 +300,6 @@ def test_category_of() -> None:
 
 
 def test_openai_style_completion_without_logprobs_fails_clearly() -> None:
-    from nabench.evaluation.runner import _first_token_options
-
     with pytest.raises(NabenchError, match="no log-probabilities"):
         _first_token_options(Completion(text="A"), 4, "openai")
     ok = _first_token_options(

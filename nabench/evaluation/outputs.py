@@ -1,0 +1,183 @@
+"""Parse, score and write one config's answers: ``<run>/<config>.parquet`` (one row per
+item, with the raw output beside the parsed letter) and then ``<config>.summary.json``
+(both atomically, mode 0644; the summary marks a finished config)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from nabench.core.atomic import atomic_file
+from nabench.core.errors import NabenchError
+from nabench.core.version import __version__
+from nabench.evaluation.items import EvalItems, RowKind
+from nabench.evaluation.parsing import INVALID, parse_answers, parse_bool
+from nabench.evaluation.producers import Produced, renormalise
+from nabench.evaluation.prompts import LETTERS, PROMPT_VERSION, Mode
+from nabench.evaluation.scoring import (
+    DEFAULT_INVALID_CREDIT,
+    baseline_test,
+    individual_prior_scores,
+    majority_baseline,
+    score_codes,
+)
+from nabench.llm import write_json_atomic
+from nabench.stats.inference import accuracy_ci, json_safe
+
+__all__ = ["score_outputs", "summarise", "write_config_results"]
+
+
+def _parse_letters(raw: Sequence[str], n_choices: NDArray[np.int64]) -> NDArray[np.int64]:
+    codes = np.empty(len(raw), dtype=np.int64)
+    values = np.asarray(raw, dtype=object)
+    for k in np.unique(n_choices):
+        sel = n_choices == k
+        codes[sel] = parse_answers(values[sel].tolist(), int(k))
+    return codes
+
+
+def score_outputs(
+    items: EvalItems,
+    produced: Produced,
+    model_id: str,
+    invalid_credit: float = DEFAULT_INVALID_CREDIT,
+) -> pd.DataFrame:
+    """Parse and score raw outputs: the responses table (one row per item)."""
+    batch = items.batch
+    n = len(batch)
+    if len(produced.raw_outputs) != len(items.rows):
+        raise ValueError("one raw output per prompt row expected")
+    n_choices = items.n_choices
+    confidence = np.full(n, np.nan)
+    extra: dict[str, Any] = {}
+    if items.kind == "prior":
+        judged = [parse_bool(t) for t in produced.raw_outputs]
+        width = int(n_choices.max()) if n else 0
+        matrix = np.zeros((n, width), dtype=bool)
+        marks = np.full((n, width), "", dtype=object)
+        for i, j, v in zip(items.row_item.tolist(), items.row_option.tolist(), judged, strict=True):
+            matrix[i, j] = v is True
+            marks[i, j] = "?" if v is None else ("T" if v else "F")
+        scores = individual_prior_scores(matrix, batch.gold, empty_credit=invalid_credit)
+        invalid = ~matrix.any(axis=1)
+        parsed: list[str | None] = ["".join(m) for m in marks]
+        correct = scores == 1.0
+        by_item: list[list[str]] = [[] for _ in range(n)]
+        order = np.lexsort((items.row_option, items.row_item))
+        for r in order.tolist():
+            by_item[items.row_item[r]].append(produced.raw_outputs[r])
+        raw_col = [json.dumps(x, ensure_ascii=False) for x in by_item]
+    else:
+        if produced.option_logprobs is not None:
+            codes = np.full(n, INVALID, dtype=np.int64)
+            for i, lps in enumerate(produced.option_logprobs):
+                probs = renormalise(lps)
+                if probs is not None:
+                    codes[i] = int(np.argmax(probs))
+                    confidence[i] = float(probs[codes[i]])
+            extra["option_logprobs"] = [list(map(float, x)) for x in produced.option_logprobs]
+        else:
+            codes = _parse_letters(produced.raw_outputs, n_choices)
+        scores = score_codes(codes, batch.gold, invalid_credit)
+        invalid = codes == INVALID
+        parsed = [None if c == INVALID else LETTERS[c] for c in codes.tolist()]
+        correct = codes == batch.gold
+        raw_col = list(produced.raw_outputs)
+    table = {
+        "id": list(batch.ids),
+        "source_id": list(items.source_ids or batch.ids),
+        "config": [items.config] * n,
+        "model": [model_id] * n,
+        "subject": list(items.subjects),
+        "raw_output": pd.Series(raw_col, dtype=object),
+        "parsed": pd.Series(parsed, dtype=object),
+        "gold": [LETTERS[g] for g in batch.gold.tolist()],
+        "correct": np.asarray(correct, dtype=bool),
+        "invalid": np.asarray(invalid, dtype=bool),
+        "score": np.asarray(scores, dtype=np.float64),
+        "confidence": confidence,
+        "n_choices": n_choices,
+        **extra,
+    }
+    return pd.DataFrame(table)
+
+
+def summarise(
+    responses: pd.DataFrame,
+    *,
+    config: str,
+    model_id: str,
+    run: str,
+    backend: str,
+    mode: Mode,
+    invalid_credit: float,
+    produced: Produced,
+    kind: RowKind = "mc",
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The summary JSON of one (run, config).
+
+    ``ci_low``/``ci_high``: Wilson 95 % when every score is 0 or 1, otherwise the
+    percentile bootstrap (2,000 resamples, seed 0), as ``ci_method`` says; both are kept.
+    ``majority_baseline``: share of the most frequent gold letter; the gain over it is
+    tested one-sided with :func:`baseline_test` (binomial, or t for partial credit).
+    """
+    n = len(responses)
+    if n == 0:
+        raise NabenchError(f"config {config!r}: no items to evaluate")
+    scores = responses["score"].to_numpy(np.float64)
+    ci = accuracy_ci(scores)
+    binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
+    base = majority_baseline(responses["gold"].tolist())
+    test = baseline_test(scores, base)
+    conf = responses["confidence"].to_numpy(np.float64)
+    return {
+        "model": model_id,
+        "run": run,
+        "backend": backend,
+        "mode": mode,
+        "config": config,
+        "kind": kind,
+        "n": n,
+        **ci.fields(binary),
+        "confidence_level": ci.confidence,
+        "n_correct": int(responses["correct"].sum()),
+        "invalid_rate": float(responses["invalid"].mean()),
+        "invalid_credit": float(invalid_credit),
+        "majority_baseline": base,
+        "gain_over_majority": ci.accuracy - base,
+        "baseline_p_value": test.p_value,
+        "baseline_test": test.method,
+        "mean_confidence": float(np.nanmean(conf)) if np.isfinite(conf).any() else None,
+        "calls": produced.calls,
+        "cache_hits": produced.cache_hits,
+        "retries": produced.retries,
+        "errors": produced.errors,
+        "answer_seconds": produced.elapsed_s,
+        "prompt_version": PROMPT_VERSION,
+        "nabench_version": __version__,
+        **(meta or {}),
+    }
+
+
+def _write_parquet_atomic(df: pd.DataFrame, path: Path) -> None:
+    with atomic_file(path) as tmp:
+        df.to_parquet(tmp, index=False)
+
+
+def write_config_results(
+    responses: pd.DataFrame, summary: dict[str, Any], run_dir: Path
+) -> tuple[Path, Path]:
+    """Write ``<config>.parquet`` then ``<config>.summary.json`` into ``run_dir``."""
+    config = summary["config"]
+    parquet = run_dir / f"{config}.parquet"
+    summary_path = run_dir / f"{config}.summary.json"
+    _write_parquet_atomic(responses, parquet)
+    write_json_atomic(json_safe(summary), summary_path)
+    return parquet, summary_path

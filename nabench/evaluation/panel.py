@@ -1,0 +1,280 @@
+"""Panel reliability over models only: KR-20, discrimination D, ANOVA, correlations.
+
+Reference strategies (``oracle``, ``always-a``, …) are baselines, never panel members:
+an oracle and a constant answer make KR-20 read 1.000 whatever the items are. The panel
+of a config: its model runs whose items cover at least ``min_coverage`` of the largest
+model run's items (default 1.0: all of them); the items are those every panel run
+answered. Panel statistics need at least :data:`MIN_MODELS` models; with fewer, every
+cell says ``needs ≥ 5 models`` instead of a number.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from nabench.evaluation.results import ORIGINAL, Results, category_of
+from nabench.stats.reliability import discrimination_index, kr20, kr20_by_group
+
+__all__ = [
+    "EXACT_SPEARMAN_MAX_N",
+    "MIN_MODELS",
+    "NEEDS_MODELS",
+    "Panel",
+    "anova_table",
+    "correlation_table",
+    "discrimination_table",
+    "kr20_category_table",
+    "kr20_subject_table",
+    "make_panel",
+    "panel_table",
+]
+
+MIN_MODELS = 5
+NEEDS_MODELS = f"needs ≥ {MIN_MODELS} models"
+# Up to this many points the Spearman p-value is exact (all n! pairings enumerated).
+EXACT_SPEARMAN_MAX_N = 8
+
+
+@dataclass
+class Panel:
+    """Model runs × items score matrix of one config."""
+
+    config: str
+    runs: list[str]
+    ids: list[str]
+    subjects: list[str]
+    scores: np.ndarray  # runs × items
+    left_out: list[str] = field(default_factory=list)
+
+    @property
+    def categories(self) -> list[str]:
+        # Once per distinct subject: the per-item property access was quadratic before.
+        cats = {s: category_of(s) for s in set(self.subjects)}
+        return [cats[s] for s in self.subjects]
+
+    @property
+    def enough(self) -> bool:
+        return len(self.runs) >= MIN_MODELS
+
+
+def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Panel | None:
+    """The panel of ``config`` over model runs; None with no model run or no common item."""
+    models = set(results.models)
+    r = results.responses
+    r = r[(r["config"] == config) & r["run"].isin(models)]
+    sizes = r.groupby("run", sort=False).size()
+    if sizes.empty:
+        return None
+    keep = [str(run) for run, n in sizes.items() if n >= min_coverage * sizes.max()]
+    left_out = [str(run) for run in sizes.index if run not in keep]
+    r = r[r["run"].isin(keep)]
+    # one pivot instead of a per-run lookup: items × runs, items all kept runs answered
+    wide = r.pivot(index="id", columns="run", values="score").dropna()
+    first = r[r["run"] == keep[0]]
+    in_all = pd.Index(first["id"]).isin(wide.index)  # the first run's item order
+    if not in_all.any():
+        return None
+    first = first[in_all]
+    ids = first["id"].tolist()
+    mat = wide.loc[ids, keep].to_numpy(np.float64).T
+    subjects = first["subject"].fillna("(none)").astype(str).tolist()
+    return Panel(config, keep, ids, subjects, mat, left_out)
+
+
+def panel_table(panels: Sequence[Panel]) -> pd.DataFrame:
+    """Per config: panel size, KR-20 over all items, mean D (or why there is none)."""
+    out = []
+    for p in panels:
+        ok = p.enough
+        d = discrimination_index(p.scores) if ok and len(p.runs) >= 2 else None
+        out.append(
+            {
+                "config": p.config,
+                "n_models": len(p.runs),
+                "n_items": len(p.ids),
+                "kr20": kr20(p.scores) if ok else math.nan,
+                "mean_D": float(d.mean()) if d is not None else math.nan,
+                "note": "" if ok else NEEDS_MODELS,
+                "models": ", ".join(p.runs),
+                "left_out": ", ".join(p.left_out),
+            }
+        )
+    cols = ["config", "n_models", "n_items", "kr20", "mean_D", "note", "models", "left_out"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def discrimination_table(panels: Sequence[Panel]) -> pd.DataFrame:
+    """Per item of each panel with enough models: mean score and discrimination index D."""
+    cols = ["config", "id", "subject", "category", "p", "D"]
+    frames = [
+        pd.DataFrame(
+            {
+                "config": p.config,
+                "id": p.ids,
+                "subject": p.subjects,
+                "category": p.categories,
+                "p": p.scores.mean(axis=0),
+                "D": discrimination_index(p.scores),
+            },
+            columns=cols,
+        )
+        for p in panels
+        if p.enough
+    ]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+
+
+def kr20_category_table(panels: Sequence[Panel]) -> pd.DataFrame:
+    """KR-20 per config (variant) × MMLU category, with the category's item count."""
+    out = []
+    for p in panels:
+        cats = p.categories
+        values = kr20_by_group(p.scores, cats)
+        counts = pd.Series(cats).value_counts()
+        for cat, v in values.items():
+            out.append(
+                {
+                    "config": p.config,
+                    "category": cat,
+                    "k": int(counts[cat]),
+                    "n_models": len(p.runs),
+                    "kr20": v if p.enough else math.nan,
+                    "note": "" if p.enough else NEEDS_MODELS,
+                }
+            )
+    return pd.DataFrame(out, columns=["config", "category", "k", "n_models", "kr20", "note"])
+
+
+def kr20_subject_table(panels: Sequence[Panel]) -> pd.DataFrame:
+    """KR-20 per config × subject (the observations of the per-category ANOVA)."""
+    out = []
+    for p in panels:
+        if not p.enough:
+            continue
+        counts = pd.Series(p.subjects).value_counts()
+        for subject, v in kr20_by_group(p.scores, p.subjects).items():
+            out.append(
+                {
+                    "config": p.config,
+                    "category": category_of(subject),
+                    "subject": subject,
+                    "k": int(counts[subject]),
+                    "kr20": v,
+                }
+            )
+    return pd.DataFrame(out, columns=["config", "category", "subject", "k", "kr20"])
+
+
+def _anova_row(cat: str, g: pd.DataFrame) -> dict[str, Any]:
+    groups = [gg["kr20"].dropna().to_numpy(np.float64) for _, gg in g.groupby("config", sort=False)]
+    groups = [v for v in groups if v.size]
+    n_values = int(sum(v.size for v in groups))
+    row: dict[str, Any] = {
+        "category": cat,
+        "variants": len(groups),
+        "values": n_values,
+        "F": math.nan,
+        "p_value": math.nan,
+        "df_between": None,
+        "df_within": None,
+        "note": "",
+    }
+    if len(groups) < 2 or n_values <= len(groups):
+        row["note"] = "too few subject KR-20 values"
+        return row
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant groups: scipy warns, returns inf/nan
+        res = sps.f_oneway(*groups)
+    row.update(
+        F=float(res.statistic),
+        p_value=float(res.pvalue),
+        df_between=len(groups) - 1,
+        df_within=n_values - len(groups),
+    )
+    return row
+
+
+def anova_table(kr20_subjects: pd.DataFrame, configs: Sequence[str]) -> pd.DataFrame:
+    """One-way ANOVA (scipy ``f_oneway``) of per-subject KR-20 across variants, per category."""
+    kr = kr20_subjects[kr20_subjects["config"].isin(list(configs))]
+    out = [_anova_row(str(cat), g) for cat, g in kr.groupby("category", sort=True)]
+    cols = ["category", "variants", "values", "F", "p_value", "df_between", "df_within", "note"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def _spearman_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float, str]:
+    rho = float(sps.spearmanr(x, y).statistic)
+    if x.size > EXACT_SPEARMAN_MAX_N:
+        return rho, float(sps.spearmanr(x, y).pvalue), "t approximation"
+    res = sps.permutation_test(
+        (x,),
+        lambda a: sps.spearmanr(a, y).statistic,
+        permutation_type="pairings",
+        n_resamples=math.inf,
+    )
+    return rho, float(res.pvalue), "exact"
+
+
+def _correlation_row(variant: str, both: pd.DataFrame) -> dict[str, Any]:
+    row: dict[str, Any] = {"variant": variant, "n_models": len(both)}
+    if len(both) < MIN_MODELS:
+        return {**row, "note": NEEDS_MODELS}
+    x = both[ORIGINAL].to_numpy(np.float64)
+    y = both[variant].to_numpy(np.float64)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {**row, "note": "constant accuracies"}
+    pr = sps.pearsonr(x, y)
+    rho, sp, method = _spearman_p(x, y)
+    return {
+        **row,
+        "pearson_r": float(pr.statistic),
+        "pearson_p": float(pr.pvalue),
+        "spearman_rho": rho,
+        "spearman_p": sp,
+        "spearman_p_method": method,
+        "note": "",
+    }
+
+
+def correlation_table(
+    configs: pd.DataFrame,
+    variants: Sequence[str],
+    models: Sequence[str],
+    panels: Sequence[Panel] = (),
+) -> pd.DataFrame:
+    """Pearson and Spearman (scipy) of models' accuracy on original vs each variant.
+
+    Models only; runs left out of either config's panel (partial coverage) are not used.
+    """
+    cols = [
+        "variant",
+        "n_models",
+        "pearson_r",
+        "pearson_p",
+        "spearman_rho",
+        "spearman_p",
+        "spearman_p_method",
+        "note",
+    ]
+    acc = configs[configs["run"].isin(list(models))].pivot(
+        index="run", columns="config", values="accuracy"
+    )
+    if ORIGINAL not in acc.columns:
+        return pd.DataFrame(columns=cols)
+    left = {p.config: set(p.left_out) for p in panels}
+    out = []
+    for variant in variants:
+        if variant not in acc.columns:
+            continue
+        skip = left.get(ORIGINAL, set()) | left.get(variant, set())
+        both = acc.loc[~acc.index.isin(list(skip)), [ORIGINAL, variant]].dropna()
+        out.append(_correlation_row(variant, both))
+    return pd.DataFrame(out, columns=cols)

@@ -1,0 +1,161 @@
+"""Eval results as the report reads them: one summary row per (run, config), responses in
+long form, and each run's role (a model, or a reference strategy shown as a baseline).
+
+Input: folders written by `nabench eval` (an ``--out`` root holding ``<run>/`` folders,
+or one ``<run>/`` folder). Every number is recomputed from the responses parquet files;
+the summary JSON files only supply run metadata. A run is named by its folder; when two
+given roots hold folders of the same name, each is named ``<root>/<run>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from nabench.core.errors import NabenchError
+from nabench.evaluation.categories import UnknownSubjectError, mmlu_category
+
+__all__ = [
+    "BASELINE_BACKENDS",
+    "NA_KEYED",
+    "NON_MMLU",
+    "ORIGINAL",
+    "Results",
+    "Role",
+    "category_of",
+    "load_results",
+]
+
+ORIGINAL = "original"
+NA_KEYED = "na_keyed"
+NON_MMLU = "non_mmlu"
+BASELINE_BACKENDS = frozenset({"reference"})
+Role = Literal["model", "baseline"]
+_COLUMNS = ["id", "subject", "score", "correct", "invalid", "confidence", "gold"]
+
+
+def category_of(subject: object) -> str:
+    """MMLU category of a subject, ``non_mmlu`` for anything else (None, ARC, …)."""
+    if not isinstance(subject, str):
+        return NON_MMLU
+    try:
+        return mmlu_category(subject)
+    except UnknownSubjectError:
+        return NON_MMLU
+
+
+@dataclass
+class Results:
+    """Eval outputs: one summary row per (run, config), responses in long form."""
+
+    summaries: pd.DataFrame
+    responses: pd.DataFrame
+
+    @property
+    def runs(self) -> list[str]:
+        return list(dict.fromkeys(self.summaries["run"]))
+
+    @property
+    def configs(self) -> list[str]:
+        return list(dict.fromkeys(self.summaries["config"]))
+
+    def roles(self) -> dict[str, Role]:
+        """Run → ``model`` or ``baseline`` (a reference strategy: oracle, always-a, …)."""
+        s = self.summaries.drop_duplicates("run")
+        return {
+            r: ("baseline" if b in BASELINE_BACKENDS else "model")
+            for r, b in zip(s["run"], s["backend"], strict=True)
+        }
+
+    @property
+    def models(self) -> list[str]:
+        """Runs of models (the panel); reference strategies are baselines, not models."""
+        return [r for r, role in self.roles().items() if role == "model"]
+
+    @property
+    def baselines(self) -> list[str]:
+        return [r for r, role in self.roles().items() if role == "baseline"]
+
+    def mc_variants(self) -> list[str]:
+        """Configs compared with ``original``: multiple-choice (``mc``) configs but it."""
+        s = self.summaries
+        return [c for c in dict.fromkeys(s.loc[s["kind"] == "mc", "config"]) if c != ORIGINAL]
+
+
+def _run_dirs(paths: Sequence[str | Path]) -> list[Path]:
+    dirs: dict[Path, None] = {}
+    for p in map(Path, paths):
+        if not p.exists():
+            raise NabenchError(f"results folder not found: {p}")
+        found = sorted(p.glob("*.summary.json")) or sorted(p.glob("*/*.summary.json"))
+        if not found:
+            raise NabenchError(f"no *.summary.json results under {p}")
+        dirs.update(dict.fromkeys(f.parent.resolve() for f in found))
+    return list(dirs)
+
+
+def _run_names(dirs: Sequence[Path]) -> dict[Path, str]:
+    counts = Counter(d.name for d in dirs)
+    return {d: d.name if counts[d.name] == 1 else f"{d.parent.name}/{d.name}" for d in dirs}
+
+
+def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table]:
+    summary = json.loads(summary_path.read_text("utf-8"))
+    config = summary["config"]
+    parquet = summary_path.with_name(f"{config}.parquet")
+    if not parquet.is_file():
+        raise NabenchError(f"{summary_path} has no responses file {parquet.name}")
+    names = set(pq.read_schema(parquet).names)
+    cols = _COLUMNS + (["source_id"] if "source_id" in names else [])
+    table = pq.read_table(parquet, columns=cols)
+    if "source_id" not in names:  # results written before source ids were recorded
+        table = table.append_column("source_id", table.column("id"))
+    n = table.num_rows
+    table = table.select(["id", "source_id", *_COLUMNS[1:]])
+    table = table.append_column("run", pa.array([run] * n, pa.string()))
+    table = table.append_column("config", pa.array([config] * n, pa.string()))
+    row = {
+        "run": run,
+        "model": summary.get("model", run),
+        "mode": summary.get("mode", "generate"),
+        "backend": summary.get("backend"),
+        "config": config,
+        "kind": summary.get("kind", "mc"),
+        "invalid_credit": summary.get("invalid_credit"),
+    }
+    return row, table
+
+
+def load_results(paths: Sequence[str | Path]) -> Results:
+    """Read every ``<run>/<config>.summary.json`` + parquet under ``paths``."""
+    dirs = _run_dirs(paths)
+    names = _run_names(dirs)
+    rows: list[dict[str, Any]] = []
+    tables: list[pa.Table] = []
+    for d in dirs:
+        for f in sorted(d.glob("*.summary.json")):
+            row, table = _read_config(f, names[d])
+            rows.append(row)
+            tables.append(table)
+    return Results(pd.DataFrame(rows), _to_frame(tables))
+
+
+def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
+    """One frame; key columns dictionary-encoded in Arrow, so pandas gets categoricals:
+    grouping, pairing and pivoting hash each distinct string once, not once per row."""
+    table = pa.concat_tables(tables, promote_options="default")
+    for name in ("id", "source_id", "subject", "gold", "run", "config"):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
+    table = table.unify_dictionaries().combine_chunks()
+    front = ["run", "config"]
+    return table.to_pandas().loc[:, [*front, *(c for c in table.column_names if c not in front)]]

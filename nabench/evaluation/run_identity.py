@@ -1,0 +1,103 @@
+"""Run identity: which folder a `nabench eval` run writes to, and what it was run with.
+
+A run folder ``<out>/<run>/`` holds ``run.json``: the settings that make outputs differ
+(model, backend and endpoint, mode, dataset, revision, split, limit, decoding, invalid
+credit, prompt version). A results folder is never silently overwritten:
+
+* ``--run-name NAME``: the folder ``NAME``; if it holds a run with other settings the
+  command is refused, naming the settings that differ.
+* no name: the model slug (``__loglik`` for loglik runs); if that folder holds a run with
+  other settings, the first free one of ``<slug>__<backend>``, ``<slug>__<backend>-2``, …
+  (the command prints where it wrote).
+
+Adding configs to a run with the same settings, and rerunning it, reuse the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from nabench.core.errors import NabenchError
+from nabench.llm import write_json_atomic
+
+__all__ = ["RUN_FILE", "model_slug", "read_settings", "resolve_run_dir", "write_settings"]
+
+RUN_FILE = "run.json"
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# Settings a run folder written before run.json existed still records in its summaries.
+_SUMMARY_KEYS = (
+    "model",
+    "backend",
+    "mode",
+    "dataset",
+    "revision",
+    "split",
+    "limit",
+    "max_tokens",
+    "logprobs_k",
+    "invalid_credit",
+    "prompt_version",
+)
+
+
+def model_slug(model_id: str, mode: str = "generate") -> str:
+    """Default folder name of a run: the model id made path-safe, ``__loglik`` for loglik."""
+    slug = _SLUG.sub("_", model_id).strip("_.") or "model"
+    return f"{slug}__loglik" if mode == "loglik" else slug
+
+
+def read_settings(run_dir: Path) -> dict[str, Any] | None:
+    """The settings of the run in ``run_dir`` (None if it holds no run)."""
+    path = run_dir / RUN_FILE
+    if path.is_file():
+        return dict(json.loads(path.read_text("utf-8"))["settings"])
+    summaries = sorted(run_dir.glob("*.summary.json"))
+    if not summaries:
+        return None
+    s = json.loads(summaries[0].read_text("utf-8"))
+    return {k: s.get(k) for k in _SUMMARY_KEYS}
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    keys = [k for k in new if k in old]  # a legacy folder records fewer settings
+    return [f"{k}: {old[k]!r} → {new[k]!r}" for k in keys if old.get(k) != new.get(k)]
+
+
+def _candidates(default: str, backend: str) -> Iterator[str]:
+    yield default
+    yield f"{default}__{backend}"
+    k = 2
+    while True:
+        yield f"{default}__{backend}-{k}"
+        k += 1
+
+
+def resolve_run_dir(out: Path, name: str | None, default: str, settings: Mapping[str, Any]) -> Path:
+    """The folder this run writes to (see module docstring)."""
+    if name is not None:
+        if not _NAME.fullmatch(name):
+            raise NabenchError(f"--run-name {name!r}: use letters, digits, '.', '_' and '-' only")
+        run_dir = out / name
+        old = read_settings(run_dir)
+        diff = _differences(old, settings) if old is not None else []
+        if diff:
+            raise NabenchError(
+                f"results folder {run_dir} holds a run with other settings ({'; '.join(diff)}); "
+                "choose another --run-name"
+            )
+        return run_dir
+    for candidate in _candidates(default, str(settings.get("backend"))):
+        old = read_settings(out / candidate)
+        if old is None or not _differences(old, settings):
+            return out / candidate
+    raise AssertionError("unreachable")  # _candidates is infinite
+
+
+def write_settings(run_dir: Path, settings: Mapping[str, Any]) -> Path:
+    """Record the run's settings (``run.json``) before any result is written."""
+    return write_json_atomic({"settings": dict(settings)}, run_dir / RUN_FILE)

@@ -1,0 +1,81 @@
+"""Per-run tables of the report: accuracy per config, per subject, per NA phrasing, and
+the confidence change of loglik runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nabench.evaluation.results import NA_KEYED, ORIGINAL, Results
+from nabench.evaluation.scoring import baseline_test
+from nabench.stats.inference import accuracy_ci
+
+__all__ = ["confidence_table", "config_table", "phrasing_table", "subject_table"]
+
+
+def config_table(results: Results) -> pd.DataFrame:
+    """Accuracy, CIs, invalid rate, majority baseline and the test of the gain, per run × config."""
+    roles = results.roles()
+    out = []
+    for (run, config), g in results.responses.groupby(["run", "config"], sort=False):
+        scores = g["score"].to_numpy(np.float64)
+        ci = accuracy_ci(scores)
+        binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
+        base = float(g["gold"].value_counts(normalize=True).max())  # = majority_baseline
+        test = baseline_test(scores, base)
+        out.append(
+            {
+                "run": run,
+                "role": roles[str(run)],
+                "config": config,
+                "n": len(g),
+                **ci.fields(binary),
+                "invalid_rate": float(g["invalid"].mean()),
+                "majority_baseline": base,
+                "gain": ci.accuracy - base,
+                "p_value": test.p_value,
+                "test": test.method,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def subject_table(results: Results) -> pd.DataFrame:
+    """Accuracy per run × config × subject."""
+    r = results.responses.assign(subject=results.responses["subject"].fillna("(none)"))
+    g = r.groupby(["run", "config", "subject"], sort=True)["score"]
+    return g.agg(n="size", accuracy="mean").reset_index()
+
+
+def phrasing_table(configs: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per model run on each ``na_keyed*`` phrasing config, with the max − min
+    spread when at least two phrasings were evaluated."""
+    na = configs[configs["config"].str.startswith(NA_KEYED)]
+    if na.empty:
+        return pd.DataFrame()
+    wide = na.pivot(index="run", columns="config", values="accuracy")
+    if wide.shape[1] >= 2:
+        wide["spread"] = wide.max(axis=1) - wide.min(axis=1)
+    return wide.reset_index()
+
+
+def confidence_table(results: Results) -> pd.DataFrame:
+    """Per loglik run and subject: mean confidence on original and na_keyed (paired ids)."""
+    s = results.summaries
+    runs = set(s.loc[s["mode"] == "loglik", "run"])
+    r = results.responses
+    r = r[r["run"].isin(runs)]
+    base = r.loc[r["config"] == ORIGINAL, ["run", "id", "subject", "confidence"]]
+    keyed = r.loc[r["config"] == NA_KEYED, ["run", "id", "confidence"]]
+    paired = base.merge(keyed, on=["run", "id"], suffixes=("_o", "_k"))
+    cols = ["run", "subject", "n", "conf_original", "conf_na_keyed", "change"]
+    if paired.empty:
+        return pd.DataFrame(columns=cols)
+    paired["subject"] = paired["subject"].fillna("(none)")
+    out = paired.groupby(["run", "subject"], sort=True).agg(
+        n=("id", "size"),
+        conf_original=("confidence_o", "mean"),
+        conf_na_keyed=("confidence_k", "mean"),
+    )
+    out["change"] = out["conf_na_keyed"] - out["conf_original"]
+    return out.reset_index()[cols]

@@ -1,0 +1,207 @@
+"""The report over hand-written eval result folders: panel statistics over models only
+(reference strategies are baselines), KR-20 against an independent computation, the
+headline table's structure, run naming, and report.md hygiene."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nabench.evaluation.categories import mmlu_category
+from nabench.evaluation.report import write_report
+
+SUBJECTS = ["abstract_algebra", "anatomy", "philosophy", "world_religions", "virology"]
+
+
+def _write_run(
+    root: Path, run: str, config: str, scores: np.ndarray, *, backend: str = "local",
+    model: str | None = None, subjects: list[str] | None = None,
+) -> None:  # fmt: skip
+    """One `nabench eval` result (the on-disk contract: parquet + summary.json)."""
+    n = len(scores)
+    ids = [f"mmlu/all/test/{k:05d}" for k in range(n)]
+    subj = subjects or [SUBJECTS[k % len(SUBJECTS)] for k in range(n)]
+    d = root / run
+    d.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(
+        {
+            "id": ids,
+            "source_id": ids,
+            "subject": subj,
+            "score": scores.astype(float),
+            "correct": scores == 1.0,
+            "invalid": np.zeros(n, bool),
+            "confidence": np.full(n, np.nan),
+            "gold": ["ABCD"[k % 4] for k in range(n)],
+        }
+    ).to_parquet(d / f"{config}.parquet", index=False)
+    summary = {"config": config, "model": model or run, "backend": backend,
+               "mode": "generate", "kind": "mc", "invalid_credit": 0.25}  # fmt: skip
+    (d / f"{config}.summary.json").write_text(json.dumps(summary))
+
+
+def _kr20_by_formula(rows: list[list[float]]) -> float:
+    """KR-20 = k/(k−1) · (1 − Σ p_j q_j / σ²) in plain Python (population variance)."""
+    m, k = len(rows), len(rows[0])
+    totals = [sum(r) for r in rows]
+    mean = sum(totals) / m
+    var = sum((t - mean) ** 2 for t in totals) / m
+    pq = 0.0
+    for j in range(k):
+        p = sum(r[j] for r in rows) / m
+        pq += p * (1.0 - p)
+    return k / (k - 1) * (1.0 - pq / var)
+
+
+@pytest.fixture(scope="module")
+def panel28(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray]:
+    """28 models of graded ability on 300 items, original and na_keyed, + 2 baselines."""
+    rng = np.random.default_rng(5)
+    ability = np.linspace(-1.5, 1.5, 28)[:, None]
+    difficulty = rng.normal(0, 1, 300)[None, :]
+    p = 1 / (1 + np.exp(-(ability - difficulty)))
+    orig = (rng.random(p.shape) < p).astype(float)
+    keyed = orig * (rng.random(p.shape) < 0.8)
+    root = tmp_path_factory.mktemp("panel28")
+    for i in range(28):
+        _write_run(root, f"model{i:02d}", "original", orig[i])
+        _write_run(root, f"model{i:02d}", "na_keyed", keyed[i])
+    for name, s in (("oracle", np.ones(300)), ("always-a", np.zeros(300))):
+        _write_run(root, f"reference_{name}", "original", s, backend="reference")
+        _write_run(root, f"reference_{name}", "na_keyed", s, backend="reference")
+    return root, orig, keyed
+
+
+def test_kr20_of_28_models_equals_the_formula(
+    panel28: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    root, orig, keyed = panel28
+    rep = write_report([root], tmp_path / "r", plots=False)
+    panel = rep.tables["panel"].set_index("config")
+    for config, mat in (("original", orig), ("na_keyed", keyed)):
+        assert panel.loc[config, "n_models"] == 28  # the two baselines are not in it
+        assert panel.loc[config, "kr20"] == pytest.approx(_kr20_by_formula(mat.tolist()))
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert data["panel_status"] == "ok" and len(data["models"]) == 28
+    assert data["baselines"] == ["reference_always-a", "reference_oracle"]
+    cat = pd.DataFrame(data["kr20_category"])
+    stem = [j for j in range(300) if mmlu_category(SUBJECTS[j % 5]) == "stem"]
+    row = cat[(cat["config"] == "original") & (cat["category"] == "stem")].iloc[0]
+    assert row["kr20"] == pytest.approx(_kr20_by_formula(orig[:, stem].tolist()))
+    corr = pd.DataFrame(data["correlations"]).set_index("variant")
+    acc_o, acc_k = orig.mean(1), keyed.mean(1)
+    assert corr.loc["na_keyed", "pearson_r"] == pytest.approx(np.corrcoef(acc_o, acc_k)[0, 1])
+
+
+def test_headline_rows_and_json_structure(
+    panel28: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    root, orig, keyed = panel28
+    write_report([root], tmp_path / "r", plots=False)
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    head = {(h["run"], h["config"]): h for h in data["headline"]}
+    assert len(head) == 30  # 28 models + 2 baselines, one variant each
+    h = head[("model03", "na_keyed")]
+    assert h["role"] == "model" and head[("reference_oracle", "na_keyed")]["role"] == "baseline"
+    assert h["n"] == 300
+    assert h["acc_original"] == pytest.approx(orig[3].mean())
+    assert h["acc_variant"] == pytest.approx(keyed[3].mean())
+    assert h["diff"] == pytest.approx(orig[3].mean() - keyed[3].mean())
+    assert h["diff_ci"][0] <= h["diff"] <= h["diff_ci"][1]
+    assert h["rel_drop"] == pytest.approx(h["diff"] / h["acc_original"])
+    b = int(((orig[3] == 1) & (keyed[3] == 0)).sum())
+    assert (h["orig_only_correct"], h["variant_only_correct"]) == (b, 0)
+    assert 0.0 <= h["mcnemar_p"] <= 1.0 and h["mcnemar_method"] in ("exact", "chi2")
+    subj = [r for r in data["headline_subjects"] if r["run"] == "model03"]
+    assert {r["subject"] for r in subj} == set(SUBJECTS)
+    assert sum(r["n"] for r in subj) == 300
+    worst = {r["run"]: r for r in data["worst_case"]}
+    assert worst["model03"]["acc_variant"] == pytest.approx(keyed[3].mean())  # one variant
+
+
+@pytest.fixture
+def four_refs_one_model(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(1)
+    root = tmp_path / "res"
+    gold_a = np.array([float(k % 4 == 0) for k in range(80)])
+    for name, s in (("oracle", np.ones(80)), ("always-a", gold_a),
+                    ("majority", gold_a), ("longest", (rng.random(80) < 0.3) * 1.0)):  # fmt: skip
+        for config in ("original", "na_keyed"):
+            _write_run(root, f"reference_{name}", config, s, backend="reference")
+    _write_run(root, "smol", "original", (rng.random(80) < 0.4) * 1.0)
+    _write_run(root, "smol", "na_keyed", (rng.random(80) < 0.3) * 1.0)
+    return root
+
+
+def test_four_strategies_and_one_model_show_no_panel_numbers(
+    four_refs_one_model: Path, tmp_path: Path
+) -> None:
+    rep = write_report([four_refs_one_model], tmp_path / "r")
+    md = (tmp_path / "r" / "report.md").read_text()
+    panel = rep.tables["panel"]
+    assert panel["n_models"].tolist() == [1, 1]
+    assert panel["kr20"].isna().all() and panel["mean_D"].isna().all()
+    assert "needs ≥ 5 models" in md
+    assert rep.tables["discrimination"].empty and rep.tables["kr20_subject"].empty
+    kr_section = md.split("## Panel reliability")[1].split("\n## ")[0]
+    assert not re.search(r"\| 1\.000 \|", kr_section)  # the old 1.000-everywhere KR-20
+    assert "Baselines (reference strategies" in md
+    for name in ("oracle", "always-a", "majority", "longest"):
+        assert f"`reference_{name}`" in md
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert data["panel_status"] == "needs ≥ 5 models"
+    assert data["models"] == ["smol"] and len(data["baselines"]) == 4
+    assert all(c["note"] == "needs ≥ 5 models" for c in data["correlations"])
+    assert all(k["kr20"] is None for k in data["kr20_category"])
+    # hygiene: no Sphinx roles, no p printed as 0.000, no phrasing spread for one phrasing
+    assert not re.search(r":(func|mod|class|data):`", md)
+    assert "spread" not in rep.tables["phrasing"].columns and "| spread" not in md
+    assert "One phrasing evaluated: no spread." in md
+    plots = sorted(p.name for p in (tmp_path / "r" / "plots").iterdir())
+    assert "original_vs_variant.png" in plots and "subject_drop_na_keyed.png" in plots
+    assert "kr20_by_category.png" not in plots  # no KR-20 below 5 models
+
+
+def test_p_values_are_never_rounded_to_zero(panel28: tuple[Path, np.ndarray, np.ndarray],
+                                            tmp_path: Path) -> None:  # fmt: skip
+    root, _, _ = panel28
+    write_report([root], tmp_path / "r", plots=False)
+    md = (tmp_path / "r" / "report.md").read_text()
+    header: list[str] = []
+    for line in md.splitlines():
+        if not line.startswith("|") or line.startswith("|---"):
+            header = [] if not line.startswith("|") else header
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if not header:
+            header = cells
+            continue
+        for col, cell in zip(header, cells, strict=False):
+            if col == "p_value" or col.endswith("_p"):
+                assert cell not in ("0.000", "0.0", "0"), (col, line)
+
+
+def test_two_runs_of_one_model_with_different_names(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    root = tmp_path / "res"
+    for run in ("smol-local", "smol-server"):
+        for config in ("original", "na_keyed"):
+            _write_run(root, run, config, (rng.random(40) < 0.5) * 1.0, model="SmolLM2")
+    other = tmp_path / "other"
+    _write_run(other, "smol-local", "original", np.ones(40), model="SmolLM2")
+    rep = write_report([root, other], tmp_path / "r", plots=False)
+    assert set(rep.results.runs) == {"res/smol-local", "smol-server", "other/smol-local"}
+    head = rep.tables["headline"]
+    assert sorted(head["run"]) == ["res/smol-local", "smol-server"]
+    assert set(head["model"]) == {"SmolLM2"}
+
+
+def test_result_files_are_world_readable(four_refs_one_model: Path, tmp_path: Path) -> None:
+    write_report([four_refs_one_model], tmp_path / "r", plots=False)
+    for name in ("report.md", "report.json", "tables/headline.csv"):
+        assert (tmp_path / "r" / name).stat().st_mode & 0o777 == 0o644
