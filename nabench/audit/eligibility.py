@@ -24,6 +24,7 @@ REASONS = (
     "missing_label",
     "invalid_label",
     "not_na_applicable",
+    "in_eval_split",  # na-train: the question is in an evaluation split (audit.contamination)
 )
 
 # A choice that already says "none": "None", "Neither", "none of the above/these",
