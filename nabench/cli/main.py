@@ -53,11 +53,20 @@ def list_cmd() -> None:
 @click.option(
     "--strict", is_flag=True, help="Fail on malformed source rows instead of quarantining."
 )
-@click.option("--cache", type=click.Path(path_type=Path), help="LLM response cache (labeling).")
+@click.option(
+    "--cache", type=click.Path(path_type=Path), help="LLM response cache (labeling, sampling)."
+)
 @click.option("--push", is_flag=True, help="Publish the build (see `nabench publish`).")
 @click.option("--repo-id", help="Target repo for --push [recipe publish.repo_id].")
 @click.option("--to", "push_to", help="--push target 'git:PATH' instead of the Hub.")
 @click.option("--dry-run", is_flag=True, help="With --push: print the publish plan only.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a recipe field before validation (dotted key, YAML value): sampler.n=2.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(
     recipe: str,
@@ -73,6 +82,7 @@ def build(
     repo_id: str | None,
     push_to: str | None,
     dry_run: bool,
+    overrides: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Build a recipe (shipped name or YAML path) into the Hub repository layout.
@@ -80,7 +90,7 @@ def build(
     With --push the finished build is published as the recipe's version (`nabench publish`).
     """
 
-    spec = load_recipe(recipe)
+    spec = load_recipe(recipe, overrides)
     result = run_recipe(
         spec,
         BuildOptions(
