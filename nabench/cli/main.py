@@ -15,6 +15,7 @@ from nabench.cli.model_flags import ModelFlags, model_options, run_options
 from nabench.cli.publish import publish, publish_build
 from nabench.cli.selfknow import selfknow
 from nabench.core.version import __version__
+from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
 from nabench.pipelines.label import run_label_command
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
@@ -142,7 +143,9 @@ def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Pat
     """Check a built folder, a parquet/JSONL file or a contributions/ folder; exit 1 on any
     violation."""
 
-    report = validate_path(path, sources=parse_sources(sources) or None, release=release)
+    report = validate_path(
+        path, sources=parse_sources(sources) or None, release=release, parse=parse_answer
+    )
     for line in report.notes:
         click.echo(line)
     for violation in report.violations[:max_errors]:

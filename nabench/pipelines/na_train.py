@@ -17,6 +17,7 @@ Beside the output: `<out>.stats.json`, the sampling run's calls and cache hits.
 from __future__ import annotations
 
 import string
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ from nabench.llm import (
 )
 from nabench.llm.options import default_cache_path, make_backend
 from nabench.perturb import ItemColumns
-from nabench.perturb.training import Selection, select
+from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
 from nabench.pipelines.na import _label, _label_source, make_builders
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, check_strict
 from nabench.schemas.na_train import (
@@ -247,39 +248,31 @@ def selection_tables(recipe: NATrainRecipe, samples: pa.Table) -> dict[str, pa.T
 
 
 def per_variant(tables: dict[str, pa.Table], n: int) -> list[dict[str, Any]]:
-    """Counts per variant for the card and the manifest: sets, kept, keep rate, rows."""
+    """Per variant, for the card and the manifest: sets, kept, keep rate, rows written."""
 
-    def count(config: str, variant: str) -> int:
-        col = tables[config].column("variant").to_pylist()
-        return col.count(variant)
+    def by_variant(config: str) -> Counter[str]:
+        return Counter(tables[config].column("variant").to_pylist())
 
-    variants = list(dict.fromkeys(tables["samples"].column("variant").to_pylist()))
-    discarded = tables["discarded"].to_pylist()
-    samples = tables["samples"]
+    samples = tables["samples"].select(["variant", "correct"]).to_pandas()
+    accuracy = samples.groupby("variant", sort=False)["correct"].mean()
+    discarded = tables["discarded"].select(["variant", "reason"]).to_pylist()
+    dropped = Counter((d["variant"], d["reason"]) for d in discarded)
+    sft, dpo = by_variant("sft"), by_variant("dpo")
     out = []
-    for v in variants:
-        sets = count("samples", v) // n
-        reasons = [d["reason"] for d in discarded if d["variant"] == v]
-        correct = [
-            c
-            for c, var in zip(
-                samples.column("correct").to_pylist(),
-                samples.column("variant").to_pylist(),
-                strict=True,
-            )
-            if var == v
-        ]
+    for variant, share in accuracy.items():
+        sets = int((samples["variant"] == variant).sum()) // n
+        right, wrong = dropped[(variant, ALL_CORRECT)], dropped[(variant, ALL_INCORRECT)]
         out.append(
             {
-                "variant": v,
+                "variant": variant,
                 "sets": sets,
-                "kept": sets - len(reasons),
-                "keep_rate": round((sets - len(reasons)) / sets, 4) if sets else None,
-                "all_correct": reasons.count("all_correct"),
-                "all_incorrect": reasons.count("all_incorrect"),
-                "sample_accuracy": round(sum(correct) / len(correct), 4) if correct else None,
-                "sft_rows": count("sft", v),
-                "dpo_rows": count("dpo", v),
+                "kept": sets - right - wrong,
+                "keep_rate": round((sets - right - wrong) / sets, 4) if sets else None,
+                "all_correct": right,
+                "all_incorrect": wrong,
+                "sample_accuracy": round(float(share), 4),
+                "sft_rows": sft[variant],
+                "dpo_rows": dpo[variant],
             }
         )
     return out

@@ -10,12 +10,16 @@ with the letter, "C. 12", which the protocol's parser reads), so some sets are m
 from __future__ import annotations
 
 import json
+import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from sigkill import kill_after_rows
 
@@ -27,6 +31,8 @@ from nabench.sources import get_source
 from nabench.validate.na_train import check_na_train
 
 pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
 
 LIMIT = 20
 NOT_APPLICABLE = ("mmlu/all/validation/00003", "mmlu/all/validation/00007")
@@ -85,14 +91,17 @@ def test_build_writes_every_config_and_datasets_reads_it(built: dict[str, Any]) 
     for config in CONFIGS:
         assert f"{config} " in built["stdout"]
         assert load(out, config).num_rows == manifest["counts"][config]["train"] > 0
-    n_items = LIMIT - len(NOT_APPLICABLE)
+    # item 18 offers "All of the above" (the eligibility audit's has_all_option)
+    excluded = {r["id"]: r["reason"] for r in load(out, "excluded")}
+    assert excluded == {
+        **dict.fromkeys(NOT_APPLICABLE, "not_na_applicable"),
+        "mmlu/all/validation/00018": "has_all_option",
+    }
+    n_items = LIMIT - len(excluded)
     assert built["stats"]["calls"] == n_items * 3 * 2  # items x variants x samples
     samples = load(out, "samples")
     assert samples.num_rows == n_items * 3 * 2
-    assert not set(NOT_APPLICABLE) & set(samples["id"])
-    excluded = load(out, "excluded")
-    assert sorted(excluded["id"]) == list(NOT_APPLICABLE)
-    assert set(excluded["reason"]) == {"not_na_applicable"}
+    assert not set(excluded) & set(samples["id"])
     assert set(samples["labeler"]) == {"human"}
 
 
@@ -148,3 +157,71 @@ def test_kill9_mid_sampling_resumes_with_the_missing_samples(
     assert resumed["calls"] == total - done
     assert resumed["cache_hits"] == done
     assert load(out, "samples").num_rows == total
+
+
+def _one_step(trainer: Any, model: Any) -> None:
+    """One optimiser step that changes the weights."""
+    import torch
+
+    before = [p.detach().clone() for p in model.parameters() if p.requires_grad]
+    result = trainer.train()
+    after = [p.detach() for p in model.parameters() if p.requires_grad]
+    assert trainer.state.global_step == 1
+    assert math.isfinite(result.training_loss)
+    assert any(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
+
+
+def test_trl_trains_one_step_on_sft_and_dpo(built: dict[str, Any], tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    hf = REPO / ".cache" / "models" / "SmolLM2-135M-Instruct-Q4_1"
+    assert hf.is_dir(), f"{hf} missing: run `nabench llm convert-hf {hf}`"
+    tokenizer = AutoTokenizer.from_pretrained(hf)
+    common = {
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "max_length": 192,
+        "report_to": "none",
+        "use_cpu": True,
+        "save_strategy": "no",
+        "dataloader_num_workers": 0,
+    }
+    model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+    sft = SFTTrainer(
+        model=model,
+        args=SFTConfig(output_dir=str(tmp_path / "sft"), **common),
+        train_dataset=load(built["out"], "sft"),
+        processing_class=tokenizer,
+    )
+    _one_step(sft, model)
+    model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+    dpo = DPOTrainer(
+        model=model,
+        args=DPOConfig(output_dir=str(tmp_path / "dpo"), **common),
+        train_dataset=load(built["out"], "dpo"),
+        processing_class=tokenizer,
+    )
+    _one_step(dpo, model)
+
+
+def test_nabench_validate_checks_the_build_and_rejects_a_swapped_pair(
+    built: dict[str, Any], tmp_path: Path
+) -> None:
+    ok = run([sys.executable, "-m", "nabench.cli", "validate", str(built["out"])])
+    assert "0 violations" in ok.stdout
+    copy = tmp_path / "tampered"
+    shutil.copytree(built["out"], copy)
+    path = copy / "dpo" / "train-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0]["chosen"], rows[0]["rejected"] = rows[0]["rejected"], rows[0]["chosen"]
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    bad = subprocess.run(
+        [sys.executable, "-m", "nabench.cli", "validate", str(copy)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert "dpo/train-00000-of-00001.parquet row 0" in bad.stderr
+    assert "[dpo_chosen_correct]" in bad.stderr and "[dpo_rejected_incorrect]" in bad.stderr
