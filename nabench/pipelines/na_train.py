@@ -39,6 +39,7 @@ from nabench.llm import (
     Completion,
     ResponseCache,
     RunStats,
+    make_engine,
     run_cached,
     write_stats,
 )
@@ -214,6 +215,8 @@ def sample(
     backend: Backend = make_backend(
         spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options
     )
+    if spec.engine != "local" or spec.ray:
+        backend.engine = make_engine(spec.engine, spec.ray)
     try:
         with ResponseCache(options.cache or default_cache_path()) as cache:
             comps, stats = run_cached(
@@ -310,7 +313,11 @@ def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
         "source": source_section(
             source, recipe, options.source or recipe.source.hub_id, prepared.sources
         ),
-        "model": {"backend": recipe.sampler.backend, "model_id": model},
+        "model": {
+            "backend": recipe.sampler.backend,
+            "engine": recipe.sampler.engine,
+            "model_id": model,
+        },
         "sampling": recipe.sampler.model_dump(include={"n", "temperature", "top_p", "max_tokens"}),
         "counts": counts,
         "per_variant": per_variant(tables, recipe.sampler.n),

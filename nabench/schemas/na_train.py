@@ -41,6 +41,8 @@ class SamplerSpec(_Spec):
     base_url: str | None = None
     concurrency: int = Field(default=8, ge=1)
     options: dict[str, Any] = Field(default_factory=dict)
+    engine: str = "local"  # local | ray (nabench.llm.ENGINES), as for labels.llm
+    ray: dict[str, Any] = Field(default_factory=dict)  # RaySettings, for engine: ray
     n: int = Field(default=8, ge=1, le=128, description="Samples per variant of a question.")
     temperature: float = Field(default=1.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
