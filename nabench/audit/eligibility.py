@@ -26,6 +26,7 @@ REASONS = (
     "missing_label",
     "invalid_label",
     "not_na_applicable",
+    "in_eval_split",  # na-train: the question is in an evaluation split (audit.contamination)
 )
 
 

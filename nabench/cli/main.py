@@ -15,6 +15,7 @@ from nabench.cli.model_flags import ModelFlags, model_options, run_options
 from nabench.cli.publish import publish, publish_build
 from nabench.cli.selfknow import selfknow
 from nabench.core.version import __version__
+from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
 from nabench.pipelines.label import run_label_command
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
@@ -64,11 +65,20 @@ def list_cmd() -> None:
 @click.option(
     "--strict", is_flag=True, help="Fail on malformed source rows instead of quarantining."
 )
-@click.option("--cache", type=click.Path(path_type=Path), help="LLM response cache (labeling).")
+@click.option(
+    "--cache", type=click.Path(path_type=Path), help="LLM response cache (labeling, sampling)."
+)
 @click.option("--push", is_flag=True, help="Publish the build (see `nabench publish`).")
 @click.option("--repo-id", help="Target repo for --push [recipe publish.repo_id].")
 @click.option("--to", "push_to", help="--push target 'git:PATH' instead of the Hub.")
 @click.option("--dry-run", is_flag=True, help="With --push: print the publish plan only.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a recipe field before validation (dotted key, YAML value): sampler.n=2.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(
     recipe: str,
@@ -86,6 +96,7 @@ def build(
     repo_id: str | None,
     push_to: str | None,
     dry_run: bool,
+    overrides: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Build a recipe (shipped name or YAML path) into the Hub repository layout.
@@ -93,7 +104,7 @@ def build(
     With --push the finished build is published as the recipe's version (`nabench publish`).
     """
 
-    spec = load_recipe(recipe)
+    spec = load_recipe(recipe, overrides)
     result = run_recipe(
         spec,
         BuildOptions(
@@ -147,7 +158,9 @@ def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Pat
     """Check a built folder, a parquet/JSONL file or a contributions/ folder; exit 1 on any
     violation."""
 
-    report = validate_path(path, sources=parse_sources(sources) or None, release=release)
+    report = validate_path(
+        path, sources=parse_sources(sources) or None, release=release, parse=parse_answer
+    )
     for line in report.notes:
         click.echo(line)
     for violation in report.violations[:max_errors]:

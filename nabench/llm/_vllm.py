@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,32 @@ def _sampled_logprobs(out: Any, k: int) -> tuple[TokenLogprob, ...] | None:
     return tuple(toks)
 
 
+def sample_runs(reqs: Sequence[ChatRequest]) -> list[list[int]]:
+    """Positions of runs of sampling requests that differ only in seeds s, s+1, s+2, ...
+
+    vLLM samples a request with `n` and seed s as n children seeded s, s+1, ... (v1
+    `ParentRequest._get_child_sampling_params`), so such a run is one engine request with
+    n = its length and the same outputs, while each sample stays its own cache entry.
+    Greedy and unseeded requests are never grouped.
+    """
+    runs: list[list[int]] = []
+    for i, req in enumerate(reqs):
+        if runs and _continues(reqs[runs[-1][-1]], req):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _continues(prev: ChatRequest, req: ChatRequest) -> bool:
+    return (
+        req.temperature > 0
+        and prev.seed is not None
+        and req.seed == prev.seed + 1
+        and replace(req, seed=prev.seed) == prev
+    )
+
+
 @register_backend("vllm")
 class VLLMBackend(Backend):
     """vLLM offline engine; a chunk of requests is one batched engine call."""
@@ -132,9 +159,11 @@ class VLLMBackend(Backend):
             options["data_parallel_size"] = data_parallel_size
         self._llm = self._vllm.LLM(**options)
         self.last_num_cached_tokens: list[int] = []
+        self.last_engine_requests = 0  # engine prompts of the last call (runs count once)
 
-    def _params(self, req: ChatRequest) -> Any:
+    def _params(self, req: ChatRequest, n: int = 1) -> Any:
         kwargs: dict[str, Any] = {
+            "n": n,
             "max_tokens": req.max_tokens,
             "temperature": req.temperature,
             "top_p": req.top_p,
@@ -149,31 +178,34 @@ class VLLMBackend(Backend):
             )
         return self._vllm.SamplingParams(**kwargs)
 
-    def _run(self, reqs: Sequence[ChatRequest]) -> list[Any]:
-        """One engine call for chat requests and one for raw prompts; outputs in order."""
+    def _run(self, reqs: Sequence[ChatRequest]) -> list[tuple[Any, Any]]:
+        """One engine call for chat requests and one for raw prompts; per request, in order,
+        (request output, its completion). Runs of seeded samples go as one request with n."""
         outs: list[Any] = [None] * len(reqs)
-        chat = [i for i, r in enumerate(reqs) if r.messages is not None]
-        raw = [i for i, r in enumerate(reqs) if r.prompt is not None]
-        if chat:
-            res = self._llm.chat(
-                [reqs[i].openai_messages() for i in chat],
-                sampling_params=[self._params(reqs[i]) for i in chat],
-                use_tqdm=False,
-            )
-            for i, o in zip(chat, res, strict=True):
-                outs[i] = o
-        if raw:
-            res = self._llm.generate(
-                [reqs[i].prompt for i in raw],
-                sampling_params=[self._params(reqs[i]) for i in raw],
-                use_tqdm=False,
-            )
-            for i, o in zip(raw, res, strict=True):
-                outs[i] = o
+        self.last_engine_requests = 0
+        for chat in (True, False):
+            positions = [i for i, r in enumerate(reqs) if (r.messages is not None) == chat]
+            if not positions:
+                continue
+            groups = [[positions[k] for k in g] for g in sample_runs([reqs[i] for i in positions])]
+            heads = [reqs[g[0]] for g in groups]
+            params = [self._params(h, n=len(g)) for h, g in zip(heads, groups, strict=True)]
+            if chat:
+                res = self._llm.chat(
+                    [h.openai_messages() for h in heads], sampling_params=params, use_tqdm=False
+                )
+            else:
+                res = self._llm.generate(
+                    [h.prompt for h in heads], sampling_params=params, use_tqdm=False
+                )
+            self.last_engine_requests += len(heads)
+            for group, ro in zip(groups, res, strict=True):
+                children = sorted(ro.outputs, key=lambda o: o.index)
+                for i, child in zip(group, children, strict=True):
+                    outs[i] = (ro, child)
         return outs
 
-    def _to_completion(self, req: ChatRequest, ro: Any) -> Completion:
-        out = ro.outputs[0]
+    def _to_completion(self, req: ChatRequest, ro: Any, out: Any) -> Completion:
         return Completion(
             text=out.text,
             finish_reason=out.finish_reason,
@@ -192,16 +224,16 @@ class VLLMBackend(Backend):
             cached: list[int] = []
             for r in requests:
                 try:
-                    (ro,) = self._run([r])
-                    comps.append(self._to_completion(r, ro))
+                    ((ro, out),) = self._run([r])
+                    comps.append(self._to_completion(r, ro, out))
                     cached.append(int(ro.num_cached_tokens or 0))
                 except Exception as exc:
                     comps.append(Completion(error=f"{type(exc).__name__}: {exc}"))
                     cached.append(0)
             self.last_num_cached_tokens = cached
             return comps
-        self.last_num_cached_tokens = [int(ro.num_cached_tokens or 0) for ro in outs]
-        return [self._to_completion(r, ro) for r, ro in zip(requests, outs, strict=True)]
+        self.last_num_cached_tokens = [int(ro.num_cached_tokens or 0) for ro, _ in outs]
+        return [self._to_completion(r, ro, o) for r, (ro, o) in zip(requests, outs, strict=True)]
 
     def loglik(self, request: ChatRequest, continuations: Sequence[str]) -> list[float]:
         """Sum log-probability of each continuation after the request's prompt."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,11 @@ from nabench.core.errors import RecipeError
 from nabench.core.safe_load import ParseLimits, UnsafeInput, load_yaml_file
 from nabench.pipelines.artifacts import build_artifacts
 from nabench.pipelines.na import build as build_na
+from nabench.pipelines.na_train import build_na_train
 from nabench.pipelines.selfknow import build_selfknow
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
+from nabench.schemas.na_train import NATrainRecipe
 from nabench.schemas.recipe import Recipe, format_validation_error
 from nabench.selfknow.recipe import SelfKnowRecipe
 
@@ -54,9 +56,31 @@ def resolve_recipe_path(name_or_path: str) -> Path:
     return shipped[name_or_path]
 
 
-def load_recipe(name_or_path: str) -> Any:
-    """A shipped recipe by name, or a user's YAML file by path (model chosen by its `kind`)."""
-    return read_recipe_file(resolve_recipe_path(name_or_path))
+def load_recipe(name_or_path: str, overrides: Sequence[str] = ()) -> Any:
+    """A shipped recipe by name, or a user's YAML file by path (model chosen by its `kind`),
+    with `KEY=VALUE` overrides (dotted keys, YAML values) applied before validation."""
+    return read_recipe_file(resolve_recipe_path(name_or_path), overrides)
+
+
+def apply_overrides(data: Any, overrides: Sequence[str], origin: str) -> Any:
+    """`sampler.n=2` sets data["sampler"]["n"] = 2 (the value is read as YAML)."""
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise RecipeError(f"override {item!r}: expected KEY=VALUE (e.g. sampler.n=2)")
+        *parents, leaf = key.strip().split(".")
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {}) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                raise RecipeError(f"{origin}: override {key!r}: {part!r} is not a mapping")
+        if not isinstance(node, dict):
+            raise RecipeError(f"{origin}: override {key!r}: the recipe is not a mapping")
+        try:
+            node[leaf] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise RecipeError(f"override {item!r}: value is not valid YAML: {exc}") from None
+    return data
 
 
 @dataclass(frozen=True)
@@ -72,6 +96,7 @@ KINDS: dict[str, RecipeKind] = {
     "na": RecipeKind(Recipe, build_na),
     "artifacts": RecipeKind(ArtifactsRecipe, build_artifacts),
     "selfknow": RecipeKind(SelfKnowRecipe, build_selfknow),
+    "na-train": RecipeKind(NATrainRecipe, build_na_train),
 }
 
 
@@ -97,9 +122,11 @@ def parse_recipe(data: Any, origin: str) -> Any:
         raise RecipeError(format_validation_error(exc, origin)) from None
 
 
-def read_recipe_file(path: Path) -> Any:
+def read_recipe_file(path: Path, overrides: Sequence[str] = ()) -> Any:
     try:  # bounded: alias bombs, deep nesting, huge files and bad UTF-8 are one-line errors
         data = load_yaml_file(path, RECIPE_LIMITS)
     except UnsafeInput as exc:
         raise RecipeError(f"recipe {exc}") from None
+    if overrides:
+        data = apply_overrides(data, overrides, str(path))
     return parse_recipe(data, str(path))

@@ -25,6 +25,7 @@ from nabench.validate.invariants import (
     check_schema,
     letter_distribution,
 )
+from nabench.validate.na_train import Parse, is_na_train_build, validate_na_train_dir
 
 
 def read_rows(path: Path) -> pa.Table:
@@ -114,6 +115,7 @@ def validate_path(
     sources: Mapping[str, str] | None = None,
     release: Path | None = None,
     limits: Any = None,
+    parse: Parse | None = None,
 ) -> ValidationReport:
     """Validate a built folder (every config, plus ids traced to `original`), one file, or
     contributed perturbations (a folder holding `contribution.yaml` files; `sources` maps a
@@ -126,6 +128,8 @@ def validate_path(
         validate_table(read_rows(path), path.name, report)
         return report
 
+    if is_na_train_build(path):  # its own invariants; `parse` is the evaluation parser
+        return validate_na_train_dir(path, parse)
     if is_contributions_dir(path):
         result: ValidationReport = validate_contributions(
             path, sources=sources, release=release, limits=limits

@@ -102,6 +102,18 @@ def test_prefix_cache_hits(vllm_backend: Any) -> None:
     )
 
 
+def test_seeded_samples_go_as_one_request_with_n(vllm_backend: Any) -> None:
+    """4 samples of one prompt (seeds s..s+3) are one engine request with n=4, and each
+    sample equals the same request sent alone: the cache entries do not depend on grouping."""
+    prompt = "Name a colour. Answer: "
+    reqs = [ChatRequest.chat(prompt, max_tokens=8, temperature=1.0, seed=700 + j) for j in range(4)]
+    together = vllm_backend.complete(reqs)
+    assert vllm_backend.last_engine_requests == 1
+    alone = [vllm_backend.complete([r])[0] for r in reqs]
+    assert [c.text for c in together] == [c.text for c in alone]
+    assert len({c.text for c in together}) > 1  # different seeds, different samples
+
+
 def test_logprobs_and_loglik(vllm_backend: Any) -> None:
     (c,) = vllm_backend.complete([ChatRequest(prompt="1, 2, 3,", max_tokens=2, logprobs=2)])
     assert c.error is None and c.logprobs and all(t.logprob <= 0 for t in c.logprobs)

@@ -1,0 +1,375 @@
+"""`nabench build` for `kind: na-train`: the NA study's SFT / DPO data (Tam et al., §5.5).
+
+source → eligibility + contamination audit → NA-applicability labels → variants (the NA
+builders) → `sampler.n` chain-of-thought samples per variant (the evaluation protocol's
+prompt, through the cached batch runner) → parse → keep rule, SFT pick, DPO pairs
+(`nabench.perturb.training`) → invariants (`nabench.validate.na_train`) → staged Hub layout.
+
+Every sample is its own cache entry: sample j of a variant of an item is the request with
+seed `base + j`, `base` drawn per (recipe seed, variant, item id). A killed run resumes with
+the missing samples only; a rerun makes no call. vLLM turns the n requests of one prompt back
+into one request with `n` (its child seeds are exactly `base + j`, see `nabench.llm`).
+
+All source splits go into one `train` split per config; ids keep the source split.
+Beside the output: `<out>.stats.json`, the sampling run's calls and cache hits.
+"""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from nabench.audit.contamination import EvalIndex, contamination_counts, contamination_flags
+from nabench.audit.eligibility import audit_items, exclusion_counts, split_by_flags
+from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.rng import item_hashes
+from nabench.core.version import __version__
+from nabench.evaluation import parse_answer
+from nabench.evaluation.prompts import cot_prompt
+from nabench.llm import (
+    Backend,
+    ChatRequest,
+    Completion,
+    ResponseCache,
+    RunStats,
+    make_engine,
+    run_cached,
+    write_stats,
+)
+from nabench.llm.options import default_cache_path, make_backend
+from nabench.perturb import ItemColumns
+from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
+from nabench.pipelines.na import _label, _label_source, make_builders
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, check_strict
+from nabench.schemas.na_train import (
+    DISCARDED_ARROW,
+    DPO_ARROW,
+    SAMPLES_ARROW,
+    SFT_ARROW,
+    NATrainRecipe,
+)
+from nabench.sources import Source, get_source
+from nabench.stage.cards import render_card, size_category
+from nabench.stage.hub_layout import (
+    StagedTable,
+    StagingArea,
+    manifest_header,
+    row_counts,
+    source_section,
+)
+from nabench.validate.invariants import summarise_violations
+from nabench.validate.na_train import check_na_train
+
+SPLIT = "train"
+NAMESPACE = "na-train"
+_SEED_SPAN = 2**31 - 1024  # sample seeds base + j stay inside a signed 32-bit int
+LETTERS = string.ascii_uppercase
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The variant tables to sample, the quarantine, and where each split came from."""
+
+    variants: list[pa.Table]
+    excluded: pa.Table
+    sources: dict[str, Any]
+    contamination: dict[str, int]
+
+
+def sample_seeds(seed: int, variant: str, ids: Sequence[str]) -> np.ndarray:
+    """Per item, the seed of sample 0 of `variant`; sample j has seed + j."""
+    return (item_hashes(seed, ids, f"na_train_sample:{variant}") % _SEED_SPAN).astype(np.int64)
+
+
+def sample_requests(
+    table: pa.Table, recipe: NATrainRecipe, seed: int
+) -> tuple[list[dict[str, Any]], list[ChatRequest]]:
+    """One row and one request per sample of every item of one variant table."""
+    spec = recipe.sampler
+    rows = table.to_pylist()
+    if not rows:
+        return [], []
+    bases = sample_seeds(seed, rows[0]["variant"], [r["id"] for r in rows])
+    out_rows: list[dict[str, Any]] = []
+    requests: list[ChatRequest] = []
+    for row, base in zip(rows, bases.tolist(), strict=True):
+        prompt = cot_prompt(row["question"], row["choices"])
+        for j in range(spec.n):
+            out_rows.append({**row, "sample_index": j, "seed": base + j, "prompt": prompt})
+            requests.append(
+                ChatRequest.chat(
+                    prompt,
+                    max_tokens=spec.max_tokens,
+                    temperature=spec.temperature,
+                    top_p=spec.top_p,
+                    seed=base + j,
+                )
+            )
+    return out_rows, requests
+
+
+def samples_table(rows: list[dict[str, Any]], comps: list[Completion], model: str) -> pa.Table:
+    """The `samples` config: each sample with its parsed letter and correctness."""
+    records = []
+    for row, comp in zip(rows, comps, strict=True):
+        gold = LETTERS[row["answer"]]
+        parsed = parse_answer(comp.text, len(row["choices"]))
+        records.append(
+            {
+                **{k: row[k] for k in SAMPLES_ARROW.names if k in row},
+                "gold": gold,
+                "response": comp.text,
+                "finish_reason": comp.finish_reason,
+                "parsed": parsed,
+                "correct": parsed == gold,
+                "model": model,
+            }
+        )
+    return pa.Table.from_pylist(records, schema=SAMPLES_ARROW)
+
+
+def eval_index(source: Source, recipe: NATrainRecipe, options: BuildOptions) -> EvalIndex:
+    """Question texts of the decontamination splits (read like the training splits)."""
+    spec = recipe.decontamination
+    location = spec.location or options.source or recipe.source.hub_id
+    questions: list[str] = []
+    for split in spec.splits:
+        loaded = source.load(
+            split,
+            location=location,
+            config=spec.config or recipe.source.config,
+            revision=recipe.source.revision,
+        )
+        questions += loaded.items.column("question").to_pylist()
+    origin = f"{location or source.hub_id} ({', '.join(spec.splits)})"
+    return EvalIndex.from_questions(questions, origin)
+
+
+def _split_meta(loaded: Any, items: pa.Table) -> dict[str, Any]:
+    return {
+        "origin": loaded.origin,
+        "fingerprint": loaded.fingerprint,
+        "files": loaded.files,
+        "rows_read": loaded.items.num_rows,
+        "rows_used": items.num_rows,
+    }
+
+
+def prepare(
+    recipe: NATrainRecipe, options: BuildOptions, source: Source, index: EvalIndex, seed: int
+) -> Prepared:
+    """Load every split; quarantine evaluation questions, then ineligible items, then items
+    not NA-applicable; build the variants of the rest."""
+    builders = make_builders(recipe)  # type: ignore[arg-type]  # same variant specs as `na`
+    na_texts = [
+        t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts
+    ]
+    label_source = _label_source(recipe, options)  # type: ignore[arg-type]
+    per_builder: dict[str, list[pa.Table]] = {b.config_name: [] for b in builders}
+    excluded: list[pa.Table] = []
+    sources: dict[str, Any] = {}
+    counts = {"checked": 0, "exact": 0, "normalised_only": 0}
+    for split in options.splits or recipe.source.splits:
+        loaded = source.load(
+            split,
+            location=options.source or recipe.source.hub_id,
+            config=recipe.source.config,
+            revision=recipe.source.revision,
+            seed=seed,
+        )
+        items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
+        sources[split] = _split_meta(loaded, items)
+        questions = items.column("question").to_pylist()
+        for k, v in contamination_counts(questions, index).items():
+            counts[k] += v
+        clean = split_by_flags(items, contamination_flags(questions, index))
+        audit = audit_items(clean.eligible, na_texts)
+        check_strict(audit.excluded, options.strict)
+        eligible, label_cols, label_excluded, _ = _label(audit.eligible, label_source)
+        excluded += [clean.excluded, audit.excluded, label_excluded]
+        columns = ItemColumns.from_table(eligible, label_cols)
+        for b in builders:
+            per_builder[b.config_name].append(b.build(columns, seed))
+    variants = [pa.concat_tables(tables) for tables in per_builder.values()]
+    return Prepared(variants, pa.concat_tables(excluded), sources, counts)
+
+
+def sample(
+    recipe: NATrainRecipe, variants: list[pa.Table], options: BuildOptions, seed: int
+) -> tuple[pa.Table, RunStats, str]:
+    """Every sample of every variant through the cached runner: (samples table, stats, model)."""
+    rows: list[dict[str, Any]] = []
+    requests: list[ChatRequest] = []
+    for table in variants:
+        r, q = sample_requests(table, recipe, seed)
+        rows += r
+        requests += q
+    spec = recipe.sampler
+    backend: Backend = make_backend(
+        spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options
+    )
+    if spec.engine != "local" or spec.ray:
+        backend.engine = make_engine(spec.engine, spec.ray)
+    try:
+        with ResponseCache(options.cache or default_cache_path()) as cache:
+            comps, stats = run_cached(
+                backend,
+                requests,
+                cache,
+                namespace=NAMESPACE,
+                chunk_size=spec.chunk_size,
+                progress=options.progress,
+            )
+    finally:
+        backend.close()
+    failed = [c.error for c in comps if c.error is not None]
+    if failed:
+        raise NabenchError(
+            f"{len(failed)} of {len(comps)} sample requests failed (first: {failed[0]}); "
+            "finished samples are cached, run the build again to retry the rest"
+        )
+    return samples_table(rows, comps, backend.model_id), stats, backend.model_id
+
+
+def selection_tables(recipe: NATrainRecipe, samples: pa.Table) -> dict[str, pa.Table]:
+    chosen: Selection = select(
+        samples, recipe.sft.variants, recipe.dpo.variants, recipe.dpo.pairing
+    )
+    return {
+        "sft": pa.Table.from_pylist(chosen.sft, schema=SFT_ARROW),
+        "dpo": pa.Table.from_pylist(chosen.dpo, schema=DPO_ARROW),
+        "samples": samples,
+        "discarded": pa.Table.from_pylist(chosen.discarded, schema=DISCARDED_ARROW),
+    }
+
+
+def per_variant(tables: dict[str, pa.Table], n: int) -> list[dict[str, Any]]:
+    """Per variant, for the card and the manifest: sets, kept, keep rate, rows written."""
+
+    def by_variant(config: str) -> Counter[str]:
+        return Counter(tables[config].column("variant").to_pylist())
+
+    samples = tables["samples"].select(["variant", "correct"]).to_pandas()
+    accuracy = samples.groupby("variant", sort=False)["correct"].mean()
+    discarded = tables["discarded"].select(["variant", "reason"]).to_pylist()
+    dropped = Counter((d["variant"], d["reason"]) for d in discarded)
+    sft, dpo = by_variant("sft"), by_variant("dpo")
+    out = []
+    for variant, share in accuracy.items():
+        sets = int((samples["variant"] == variant).sum()) // n
+        right, wrong = dropped[(variant, ALL_CORRECT)], dropped[(variant, ALL_INCORRECT)]
+        out.append(
+            {
+                "variant": variant,
+                "sets": sets,
+                "kept": sets - right - wrong,
+                "keep_rate": round((sets - right - wrong) / sets, 4) if sets else None,
+                "all_correct": right,
+                "all_incorrect": wrong,
+                "sample_accuracy": round(float(share), 4),
+                "sft_rows": sft[variant],
+                "dpo_rows": dpo[variant],
+            }
+        )
+    return out
+
+
+def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
+    """Run the whole `na-train` pipeline and stage the result in `options.out`."""
+    source = get_source(recipe.source.dataset)
+    seed = recipe.seed if options.seed is None else options.seed
+    out = options.out or Path("build") / recipe.name
+    clock = PhaseClock()
+    with clock("load"):
+        index = eval_index(source, recipe, options)
+        prepared = prepare(recipe, options, source, index, seed)
+    with clock("sample"):
+        samples, stats, model = sample(recipe, prepared.variants, options, seed)
+    with clock("select"):
+        tables = selection_tables(recipe, samples)
+    with clock("validate"):
+        violations = check_na_train(tables, parse_answer, index, SPLIT)
+    if violations:
+        raise ValidationFailed(summarise_violations(violations))
+    # An empty config is not written: `datasets` cannot load a split without rows.
+    staged = [
+        StagedTable(c, SPLIT, t)
+        for c, t in {**tables, "excluded": prepared.excluded}.items()
+        if t.num_rows
+    ]
+    counts = row_counts(staged)
+    exclusions = exclusion_counts(prepared.excluded)
+    manifest = {
+        **manifest_header("na-train", recipe, seed),
+        "splits": list(options.splits or recipe.source.splits),
+        "limit": options.limit,
+        "source": source_section(
+            source, recipe, options.source or recipe.source.hub_id, prepared.sources
+        ),
+        "model": {
+            "backend": recipe.sampler.backend,
+            "engine": recipe.sampler.engine,
+            "model_id": model,
+        },
+        "sampling": recipe.sampler.model_dump(include={"n", "temperature", "top_p", "max_tokens"}),
+        "counts": counts,
+        "per_variant": per_variant(tables, recipe.sampler.n),
+        "exclusions": exclusions,
+        "decontamination": {
+            "against": index.origin,
+            "eval_rows": index.rows,
+            **prepared.contamination,
+        },
+        "licence": {"source": source.license, "outputs": recipe.licence.outputs},
+        "validation": {"violations": 0, "rules": "nabench.validate.na_train"},
+    }
+    with StagingArea(out) as area, clock("stage"):
+        for st in staged:
+            area.add(st)
+        area.commit(_readme_renderer(recipe, source, manifest), manifest)
+    write_stats(stats, out.parent / f"{out.name}.stats.json")
+    return BuildResult(out, counts, exclusions, {}, [], clock.seconds)
+
+
+def _readme_renderer(recipe: NATrainRecipe, source: Source, manifest: dict[str, Any]) -> Any:
+    """The card: model, sampling, counts and keep rates per variant, licences, contamination."""
+    total = sum(sum(c.values()) for c in manifest["counts"].values())
+    source_id = recipe.source.hub_id or source.hub_id
+    repo_id = recipe.publish.repo_id or f"ORG/{recipe.name}"
+
+    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
+        metadata = {
+            "license": source.license,
+            "language": [source.language],
+            "pretty_name": f"{source.pretty_name} (nabench {recipe.name})",
+            "task_categories": ["text-generation", "question-answering"],
+            "size_categories": [size_category(total)],
+            "source_datasets": [source_id],
+            "tags": ["nabench", "none-of-the-above", "sft", "dpo", "trl", source.name],
+            "configs": configs,
+            "dataset_info": infos,
+        }
+        context = {
+            **manifest,
+            "pretty_name": metadata["pretty_name"],
+            "summary": recipe.description,
+            "nabench_version": __version__,
+            "recipe_name": recipe.name,
+            "recipe_version": recipe.version,
+            "repo_id": repo_id,
+            "split": SPLIT,
+            "sft_variants": recipe.sft.variants,
+            "dpo_variants": recipe.dpo.variants,
+            "pairing": recipe.dpo.pairing,
+            "citation": source.citation,
+        }
+        return render_card(template="na_train_card.md.jinja", metadata=metadata, context=context)
+
+    return render

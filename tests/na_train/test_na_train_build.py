@@ -1,0 +1,227 @@
+"""`nabench build mmlu-na-train` for real with the local SmolLM2 model on 20 MMLU validation
+items: the four configs load with `datasets`, the invariants hold, a rerun makes no model
+call, a kill -9 mid-sampling resumes with only the missing samples, and TRL trains one step
+on each of `sft` and `dpo`.
+
+Model time is kept small with `--set`: 2 samples of at most 8 tokens (SmolLM2 often opens
+with the letter, "C. 12", which the protocol's parser reads), so some sets are mixed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sigkill import kill_after_rows
+
+from nabench.evaluation import parse_answer
+from nabench.pipelines.na_train import eval_index
+from nabench.pipelines.registry import load_recipe
+from nabench.pipelines.skeleton import BuildOptions
+from nabench.sources import get_source
+from nabench.validate.na_train import check_na_train
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+LIMIT = 20
+NOT_APPLICABLE = ("mmlu/all/validation/00003", "mmlu/all/validation/00007")
+SMALL = [
+    "--set", "sampler.n=2",
+    "--set", "sampler.max_tokens=8",
+    "--set", "sampler.options={n_threads: 1}",
+]  # fmt: skip
+CONFIGS = ("sft", "dpo", "samples", "discarded")
+
+
+def labels_file(path: Path) -> Path:
+    """NA-applicability labels for the 20 items: two are judged not applicable."""
+    ids = [f"mmlu/all/validation/{i:05d}" for i in range(LIMIT)]
+    lines = ["id,na_applicable,model,guideline_version"]
+    lines += [f"{i},{i not in NOT_APPLICABLE},human,1" for i in ids]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def build_cmd(mmlu_dir: Path, out: Path, cache: Path, labels: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "nabench.cli", "build", "mmlu-na-train",
+        "--source", str(mmlu_dir), "--split", "validation", "--limit", str(LIMIT),
+        "--labels", str(labels), "--cache", str(cache), "--out", str(out), "--quiet",
+        *SMALL, *extra,
+    ]  # fmt: skip
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def stats(out: Path) -> dict[str, Any]:
+    return json.loads((out.parent / f"{out.name}.stats.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("na_train")
+    out, cache = root / "mmlu-na-train", root / "cache.sqlite"
+    cmd = build_cmd(mmlu_dir, out, cache, labels_file(root / "labels.csv"))
+    first = run(cmd)
+    return {"out": out, "cmd": cmd, "stdout": first.stdout, "stats": stats(out)}
+
+
+def load(out: Path, config: str) -> datasets.Dataset:
+    return datasets.load_dataset(str(out), config, split="train")
+
+
+def test_build_writes_every_config_and_datasets_reads_it(built: dict[str, Any]) -> None:
+    out = built["out"]
+    manifest = json.loads((out / "build.json").read_text())
+    for config in CONFIGS:
+        assert f"{config} " in built["stdout"]
+        assert load(out, config).num_rows == manifest["counts"][config]["train"] > 0
+    # item 18 offers "All of the above" (the eligibility audit's has_all_option)
+    excluded = {r["id"]: r["reason"] for r in load(out, "excluded")}
+    assert excluded == {
+        **dict.fromkeys(NOT_APPLICABLE, "not_na_applicable"),
+        "mmlu/all/validation/00018": "has_all_option",
+    }
+    n_items = LIMIT - len(excluded)
+    assert built["stats"]["calls"] == n_items * 3 * 2  # items x variants x samples
+    samples = load(out, "samples")
+    assert samples.num_rows == n_items * 3 * 2
+    assert not set(excluded) & set(samples["id"])
+    assert set(samples["labeler"]) == {"human"}
+
+
+def test_rows_hold_the_invariants(built: dict[str, Any], mmlu_dir: Path) -> None:
+    out = built["out"]
+    rows = {c: load(out, c) for c in CONFIGS}
+    samples = {(r["id"], r["variant"], r["seed"]): r for r in rows["samples"]}
+    for r in rows["dpo"]:
+        chosen = samples[(r["id"], r["variant"], r["chosen_seed"])]
+        assert r["prompt"] == [{"role": "user", "content": chosen["prompt"]}]
+        assert parse_answer(r["chosen"][0]["content"], len(chosen["choices"])) == r["gold"]
+        assert parse_answer(r["rejected"][0]["content"], len(chosen["choices"])) != r["gold"]
+        assert r["gold"] == "ABCD"[chosen["answer"]]
+    for r in rows["sft"]:
+        assert r["variant"] == "original"  # the paper: from the standard variant
+        user, assistant = r["messages"]
+        assert (user["role"], assistant["role"]) == ("user", "assistant")
+        assert parse_answer(assistant["content"]) == r["gold"]
+    per_set: dict[tuple[str, str], list[int]] = {}
+    for (item_id, variant, seed), _ in samples.items():
+        per_set.setdefault((item_id, variant), []).append(seed)
+    assert all(max(s) - min(s) == 1 for s in per_set.values())  # seeds base, base + 1
+    recipe = load_recipe("mmlu-na-train")
+    index = eval_index(get_source("mmlu"), recipe, BuildOptions(source=str(mmlu_dir)))
+    tables = {c: rows[c].data.table for c in CONFIGS}
+    assert check_na_train(tables, parse_answer, index) == []
+    card = (out / "README.md").read_text()
+    assert "SmolLM2-135M-Instruct-Q4_1" in card and "temperature 1.0" in card
+    assert "not stated — fill in" in card and "exact matches 0" in card
+
+
+def test_rerun_makes_no_model_call(built: dict[str, Any]) -> None:
+    before = json.loads((built["out"] / "build.json").read_text())["files"]
+    run(built["cmd"])
+    again = stats(built["out"])
+    assert again["calls"] == 0
+    assert again["cache_hits"] == built["stats"]["calls"]
+    assert json.loads((built["out"] / "build.json").read_text())["files"] == before
+
+
+def test_kill9_mid_sampling_resumes_with_the_missing_samples(
+    tmp_path: Path, mmlu_dir: Path
+) -> None:
+    out, cache = tmp_path / "killed", tmp_path / "cache.sqlite"
+    labels = labels_file(tmp_path / "labels.csv")
+    cmd = build_cmd(mmlu_dir, out, cache, labels, "--limit", "4", "--set", "sampler.chunk_size=1")
+    done = kill_after_rows(cmd, cache, 5, timeout_s=600)
+    total = 3 * 3 * 2  # item 3 of the first 4 is not NA-applicable
+    assert 5 <= done < total, f"{done} rows: the kill came too late to test resume"
+    assert not out.exists()
+    run(cmd)
+    resumed = stats(out)
+    assert resumed["calls"] == total - done
+    assert resumed["cache_hits"] == done
+    assert load(out, "samples").num_rows == total
+
+
+def _one_step(trainer: Any, model: Any) -> None:
+    """One optimiser step that changes the weights."""
+    import torch
+
+    before = [p.detach().clone() for p in model.parameters() if p.requires_grad]
+    result = trainer.train()
+    after = [p.detach() for p in model.parameters() if p.requires_grad]
+    assert trainer.state.global_step == 1
+    assert math.isfinite(result.training_loss)
+    assert any(not torch.equal(a, b) for a, b in zip(after, before, strict=True))
+
+
+def test_trl_trains_one_step_on_sft_and_dpo(built: dict[str, Any], tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    hf = REPO / ".cache" / "models" / "SmolLM2-135M-Instruct-Q4_1"
+    assert hf.is_dir(), f"{hf} missing: run `nabench llm convert-hf {hf}`"
+    tokenizer = AutoTokenizer.from_pretrained(hf)
+    common = {
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "max_length": 192,
+        "report_to": "none",
+        "use_cpu": True,
+        "save_strategy": "no",
+        "dataloader_num_workers": 0,
+    }
+    model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+    sft = SFTTrainer(
+        model=model,
+        args=SFTConfig(output_dir=str(tmp_path / "sft"), **common),
+        train_dataset=load(built["out"], "sft"),
+        processing_class=tokenizer,
+    )
+    _one_step(sft, model)
+    model = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+    dpo = DPOTrainer(
+        model=model,
+        args=DPOConfig(output_dir=str(tmp_path / "dpo"), **common),
+        train_dataset=load(built["out"], "dpo"),
+        processing_class=tokenizer,
+    )
+    _one_step(dpo, model)
+
+
+def test_nabench_validate_checks_the_build_and_rejects_a_swapped_pair(
+    built: dict[str, Any], tmp_path: Path
+) -> None:
+    ok = run([sys.executable, "-m", "nabench.cli", "validate", str(built["out"])])
+    assert "0 violations" in ok.stdout
+    copy = tmp_path / "tampered"
+    shutil.copytree(built["out"], copy)
+    path = copy / "dpo" / "train-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0]["chosen"], rows[0]["rejected"] = rows[0]["rejected"], rows[0]["chosen"]
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    bad = subprocess.run(
+        [sys.executable, "-m", "nabench.cli", "validate", str(copy)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert "dpo/train-00000-of-00001.parquet row 0" in bad.stderr
+    assert "[dpo_chosen_correct]" in bad.stderr and "[dpo_rejected_incorrect]" in bad.stderr
