@@ -42,14 +42,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.validate.invariants import Violation, schema_violations
+from nabench.schemas import Violation, pandera_schema, schema_violations
 
 if TYPE_CHECKING:
     import pandera.pandas as pdx
@@ -132,45 +132,27 @@ LAYOUTS: dict[str, Layout] = {
         "\nQuestion:", "letter", "Question: ", _LETTER_END, _full, inserted=True
     ),
 }
-OPTIONAL_COLUMNS = {
-    "inserted_question": str,  # qi_step2 / qi_random_question
-    "inserted_from": str,
-    "completion": str,  # qi_step1_outputs
-    "finish_reason": str,
-    "inferred_question": str,
-    "model_id": str,
-    "error": str,
-}
 
 
 @cache
 def artifact_schema() -> pdx.DataFrameSchema:
-    """pandera schema of an artifact table (the `prompt` column is checked in Arrow)."""
+    """pandera schema of an artifact table: derived from `schemas.rows.ArtifactPrompt` (with the
+    question-inference columns allowed), plus the values this validator knows. `prompt`,
+    `fewshot_ids` and `choices` are checked in Arrow (pandas copies of them are slow)."""
     import pandera.pandas as pdx
 
     targets = [*LETTERS, "True", "False"]
-    cols: dict[str, Any] = {
-        "id": pdx.Column(str, unique=True, nullable=False),
-        "item_id": pdx.Column(str, nullable=False),
-        "prompt_type": pdx.Column(str, pdx.Check.isin(list(LAYOUTS)), nullable=False),
-        "target": pdx.Column(str, pdx.Check.isin(targets), nullable=True),
-        "stop": pdx.Column(str, pdx.Check.isin(sorted({v.stop for v in LAYOUTS.values()}))),
-        "fewshot_ids": pdx.Column(nullable=False),  # list<string>, checked in Arrow
-        "choice_index": pdx.Column("Int64", pdx.Check.ge(0), nullable=True),
-        "source": pdx.Column(str, nullable=False),
-        "subject": pdx.Column(str, nullable=True),
-        "question": pdx.Column(str, nullable=False),
-        "choices": pdx.Column(nullable=False),  # list<string>, checked in Arrow
-        "answer": pdx.Column("int64", pdx.Check.ge(0), nullable=False),
-        "seed": pdx.Column("int64", nullable=False),
-    }
-    for name, dtype in OPTIONAL_COLUMNS.items():
-        cols[name] = pdx.Column(dtype, nullable=True, required=False)
-    return pdx.DataFrameSchema(cols, strict=True, coerce=False, name="artifact")
-
-
-def is_artifact_table(table: pa.Table) -> bool:
-    return "prompt_type" in table.column_names
+    stops = sorted({v.stop for v in LAYOUTS.values()})
+    base = pandera_schema("artifact")
+    return base.remove_columns(["prompt"]).update_columns(
+        {
+            "prompt_type": {"checks": [pdx.Check.isin(list(LAYOUTS))]},
+            "target": {"checks": [pdx.Check.isin(targets)]},
+            "stop": {"checks": [pdx.Check.isin(stops)]},
+            "fewshot_ids": {"dtype": None, "checks": []},  # list<string>, checked in Arrow
+            "choices": {"dtype": None, "checks": []},
+        }
+    )
 
 
 def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
