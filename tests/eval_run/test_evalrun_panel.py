@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from testdeps import require
 
 from nabench.cli import main as nabench_main
 from nabench.cli.evaluation import eval_cmd, report_cmd
@@ -85,7 +86,7 @@ def test_reference_strategies_match_the_data(built: Path, ref_results: Path) -> 
 def local_results(
     built: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Path, list[str], list[str]]]:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    require("llama_cpp", "pip install 'nabench[llm]'")
     out = tmp_path_factory.mktemp("local")
     cache = out / "cache.sqlite"
     common = [str(built), "--backend", "local", "--out", str(out), "--cache", str(cache), "--quiet"]

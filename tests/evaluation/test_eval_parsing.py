@@ -7,7 +7,7 @@ import string
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nabench.evaluation.parsing import (
@@ -102,7 +102,6 @@ def test_letter_code_round_trip() -> None:
         letters_to_codes(["a"])
 
 
-@settings(max_examples=1000, deadline=None)
 @given(text=st.text(), n=st.integers(1, 26))
 def test_parser_never_raises(text: str, n: int) -> None:
     letter = parse_answer(text, n)
@@ -114,7 +113,6 @@ def test_parser_never_raises(text: str, n: int) -> None:
 no_marker = st.text().filter(lambda s: _MARKER.search(s) is None)
 
 
-@settings(max_examples=500, deadline=None)
 @given(
     n=st.integers(1, 26),
     data=st.data(),
@@ -133,7 +131,6 @@ def test_round_trip_after_marker(
     assert parse_answer(text, n) == letter
 
 
-@settings(max_examples=500, deadline=None)
 @given(
     n=st.integers(1, 26),
     data=st.data(),
@@ -149,7 +146,6 @@ def test_round_trip_without_marker(
     assert parse_answer(f" {form.format(letter)}{boundary}{tail}", n) == letter
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     n=st.integers(1, 26),
     digit=st.integers(1, 9),
@@ -161,13 +157,11 @@ def test_digits_map_to_letters(n: int, digit: int, form: str, boundary: str) -> 
     assert parse_answer(f"Answer: {form.format(digit)}{boundary}", n) == expected
 
 
-@settings(max_examples=300, deadline=None)
 @given(letter=st.sampled_from(string.ascii_lowercase), form=st.sampled_from(FORMS))
 def test_lowercase_is_invalid(letter: str, form: str) -> None:
     assert parse_answer(f"Answer: {form.format(letter)}", 26) is None
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     texts=st.lists(
         st.one_of(st.text(max_size=30), st.sampled_from(["Answer: B", "(C)", "Answer: 2"])),
