@@ -17,7 +17,8 @@ ItemId = Annotated[
     str,
     Field(
         min_length=3,
-        pattern=r"^[a-z0-9_]+(/[A-Za-z0-9_.\-]+)+$",
+        # ARC ids hold "&" and "+" (e.g. AKDE&ED_2008_4_36)
+        pattern=r"^[a-z0-9_]+(/[A-Za-z0-9_.&+\-]+)+$",
         description="Stable, traceable id, e.g. mmlu/all/test/00123.",
     ),
 ]
