@@ -11,8 +11,9 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# Model backends only: `nabench llm|label|eval|selfknow generate` with a model.
-MODEL_ONLY = {"openai", "llama_cpp", "vllm", "torch", "transformers"}
+# Model backends (`nabench llm|label|eval|selfknow generate` with a model) and the opt-in Ray
+# engine (`--engine ray`): each in an extra, imported lazily with a one-line install hint.
+MODEL_ONLY = {"openai", "llama_cpp", "vllm", "torch", "transformers", "ray"}
 
 
 def _name(requirement: str) -> str:
