@@ -84,7 +84,7 @@ def naive_build(source: Path, out: Path, seed: int) -> int:
 
     ds = datasets.load_dataset(str(source), "all", split="test")
     rows = [{"id": f"mmlu/all/test/{i:05d}", "source": "mmlu", **row} for i, row in enumerate(ds)]
-    na_texts = {b.na_text.lower() for b in builders if hasattr(b, "na_text")}
+    na_texts = {b.text.lower() for b in builders if hasattr(b, "text")}
     outputs: dict[str, list[dict]] = {b.config_name: [] for b in builders}
     excluded = []
     for row in rows:

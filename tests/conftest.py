@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from testdeps import olah_python, require  # noqa: F401 - the helpers live in tests/testdeps.py
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

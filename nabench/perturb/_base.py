@@ -44,10 +44,10 @@ def slug(text: str) -> str:
 
 @dataclass(frozen=True)
 class InsertsText(Builder):
-    """A builder that inserts one text (`na_text`); `name` overrides the config name (used
-    for extra NA phrasings, e.g. `na_keyed__answer_not_found`)."""
+    """A builder that inserts one text (`text`; the published column is still `na_text`);
+    `name` overrides the config name (extra NA phrasings, e.g. `na_keyed__answer_not_found`)."""
 
-    na_text: str = DEFAULT_NA_TEXT
+    text: str = DEFAULT_NA_TEXT
     name: str | None = None
 
     @property
@@ -56,4 +56,4 @@ class InsertsText(Builder):
 
     @property
     def inserted_texts(self) -> tuple[str, ...]:
-        return (self.na_text,)
+        return (self.text,)

@@ -17,15 +17,15 @@ class AllOfTheAbove(InsertsText):
     kind = "all_of_the_above"
     description = "'All of the above' appended as a fifth option; key unchanged."
     inserted_reason = "has_all_option"
-    na_text: str = DEFAULT_AOTA_TEXT
+    text: str = DEFAULT_AOTA_TEXT
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         return perturbed_table(
             items,
             variant=self.kind,
-            choices=append_to_lists(items.choices, self.na_text),
+            choices=append_to_lists(items.choices, self.text),
             answer=items.answer,
             replaced_index=None,
-            na_text=self.na_text,
+            na_text=self.text,
             seed=seed,
         )

@@ -33,9 +33,9 @@ class NADistractor(InsertsText):
         return perturbed_table(
             items,
             variant=self.kind,
-            choices=replace_at(items.choices, replaced, self.na_text),
+            choices=replace_at(items.choices, replaced, self.text),
             answer=items.answer,
             replaced_index=replaced,
-            na_text=self.na_text,
+            na_text=self.text,
             seed=seed,
         )

@@ -22,10 +22,10 @@ class NAKeyed(InsertsText):
         return perturbed_table(
             items,
             variant=self.kind,
-            choices=replace_at(items.choices, answers, self.na_text),
+            choices=replace_at(items.choices, answers, self.text),
             answer=answers,
             replaced_index=answers,
-            na_text=self.na_text,
+            na_text=self.text,
             seed=seed,
         )
 

@@ -56,11 +56,11 @@ def make_builders(recipe: Recipe) -> list[Builder]:
         if spec.kind in {"na_keyed", "na_distractor"}:
             texts = spec.na_texts  # type: ignore[union-attr]
             out.extend(
-                cls(na_text=t, name=phrasing_config(kind, t, i == 0))  # type: ignore[call-arg]
+                cls(text=t, name=phrasing_config(kind, t, i == 0))  # type: ignore[call-arg]
                 for i, t in enumerate(texts)
             )
         elif spec.kind == "all_of_the_above":
-            out.append(cls(na_text=spec.text))  # type: ignore[call-arg,union-attr]
+            out.append(cls(text=spec.text))  # type: ignore[call-arg,union-attr]
         else:
             out.append(cls())
     names = [b.config_name for b in out]

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from nabench.core.errors import RecipeError
-from nabench.core.safe_load import ParseLimits, UnsafeInput, load_yaml_file
+from nabench.core.safe_load import ParseLimits, UnsafeInput, load_yaml, load_yaml_file
 from nabench.pipelines.artifacts import build_artifacts
 from nabench.pipelines.na import build as build_na
 from nabench.pipelines.na_train import build_na_train
@@ -76,10 +76,10 @@ def apply_overrides(data: Any, overrides: Sequence[str], origin: str) -> Any:
                 raise RecipeError(f"{origin}: override {key!r}: {part!r} is not a mapping")
         if not isinstance(node, dict):
             raise RecipeError(f"{origin}: override {key!r}: the recipe is not a mapping")
-        try:
-            node[leaf] = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise RecipeError(f"override {item!r}: value is not valid YAML: {exc}") from None
+        try:  # the same bounded loader as recipe files
+            node[leaf] = load_yaml(raw, f"--set {key}", RECIPE_LIMITS)
+        except UnsafeInput as exc:
+            raise RecipeError(f"override {item!r}: {exc}") from None
     return data
 
 

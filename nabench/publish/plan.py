@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.errors import NabenchError
+from nabench.core.version import release_version
 from nabench.stage.cards import finalize_card
 
 MANIFEST = "build.json"
@@ -24,10 +24,6 @@ README = "README.md"
 # Files a target keeps although the staged tree lacks them (the Hub creates .gitattributes
 # with the repository; deleting it would change how later uploads are stored).
 KEEP = frozenset({".gitattributes"})
-SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
-)
 
 
 class PublishError(NabenchError):
@@ -127,8 +123,10 @@ def resolve_version(manifest: Mapping[str, Any], version: str | None) -> str:
     if not chosen:
         raise PublishError("no version: the manifest has no recipe.version; pass --version")
     chosen = str(chosen).removeprefix("v")
-    if not SEMVER.match(chosen):
-        raise PublishError(f"version {chosen!r} is not semantic (X.Y.Z)")
+    try:
+        release_version(chosen)
+    except ValueError as exc:
+        raise PublishError(str(exc)) from None
     return chosen
 
 

@@ -1,31 +1,33 @@
-"""Row models: the canonical item every source maps to, and the rows nabench writes.
+"""Row models of the NA build: the canonical item every source maps to, the perturbed row,
+the excluded row.
 
-The pydantic models are the contract (exported as JSON Schema for contributors); the
-Arrow/`datasets` features in `tables.py` are the same contract for parquet files.
+The pydantic models are the one definition (exported as JSON Schema for contributors); the
+Arrow schema and the pandera schema of each are derived from them (`schemas.derive`).
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from nabench.schemas.contribution import ContributionHeader
+from nabench.schemas.derive import RowModel
 
 ItemId = Annotated[
     str,
     Field(
         min_length=3,
-        pattern=r"^[a-z0-9_]+(/[A-Za-z0-9_.\-]+)+$",
+        # ARC ids hold "&" and "+" (e.g. AKDE&ED_2008_4_36)
+        pattern=r"^[a-z0-9_]+(/[A-Za-z0-9_.&+\-]+)+$",
         description="Stable, traceable id, e.g. mmlu/all/test/00123.",
     ),
 ]
 
 
-class Item(BaseModel):
+class Item(RowModel):
     """One multiple-choice question exactly as its source has it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    unique = ("id",)
 
     id: ItemId
     source: str = Field(description="Source benchmark: mmlu, arc_challenge, hellaswag, gpqa.")
@@ -67,24 +69,16 @@ class PerturbedItem(Item):
         return self
 
 
-class ExcludedItem(BaseModel):
-    """A source item that could not be perturbed, with the reason (never silently dropped)."""
+class ExcludedItem(RowModel):
+    """A source item that could not be perturbed, with the reason (never silently dropped).
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    The item is kept as the source has it, so `answer` may be missing and ids may repeat."""
 
     id: ItemId
     source: str
     subject: str | None = None
     question: str
     choices: list[str]
-    answer: int
+    answer: int | None
     reason: str = Field(description="Primary reason code (first that applies).")
     reasons: list[str] = Field(description="Every reason code that applies.")
-
-
-ROW_MODELS: dict[str, type[BaseModel]] = {
-    "item": Item,
-    "perturbed_item": PerturbedItem,
-    "excluded_item": ExcludedItem,
-    "contribution_header": ContributionHeader,
-}

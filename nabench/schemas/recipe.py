@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -14,12 +13,11 @@ from pydantic import (
     model_validator,
 )
 
-SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$")
+from nabench.core.version import release_version
 
 
 def _check_semver(value: str) -> str:
-    if not SEMVER.match(value):
-        raise ValueError(f"version {value!r} is not semver (X.Y.Z)")
+    release_version(value)  # one rule for every version (nabench.core.version)
     return value
 
 

@@ -36,6 +36,7 @@ from nabench.llm import (
     RunStats,
     complete_json_batches,
 )
+from nabench.schemas import arrow_schema
 from nabench.selfknow.generate import is_no_reason
 from nabench.selfknow.prompts import (
     STYLES,
@@ -52,40 +53,7 @@ ClassifierStyle = Literal["vanilla", "challenge", "same"]
 CLASSIFICATION_NAMESPACE = "selfknow.classify"
 REQUIRED_TASK_COLUMNS: tuple[str, ...] = ("task_id", "task", "category", "type", "reason")
 
-_STR = pa.string()
-
-CLASSIFICATIONS_ARROW = pa.schema(
-    [
-        ("task_id", _STR),
-        ("task", _STR),
-        ("prompt_style", _STR),
-        ("generator_model", _STR),
-        ("generated_class", _STR),
-        ("generated_type", _STR),
-        ("generated_reason", _STR),
-        ("classifier_model", _STR),
-        ("classifier_backend", _STR),
-        ("classifier_style", _STR),
-        ("cross_model", pa.bool_()),
-        ("classified_class", _STR),
-        ("answer", _STR),
-        ("classified_reason", _STR),
-        ("classified_reason_id", _STR),
-        ("classified_type", _STR),
-        ("classified_type_id", _STR),
-        ("reason_known", pa.bool_()),
-        ("reason_raw", _STR),
-        ("analysis", _STR),
-        ("valid", pa.bool_()),
-        ("attempts", pa.int64()),
-        ("error", _STR),
-        ("raw_output", _STR),
-        ("prompt_version", _STR),
-        ("taxonomy_version", _STR),
-        ("temperature", pa.float64()),
-        ("request_seed", pa.int64()),
-    ]
-)
+CLASSIFICATIONS_ARROW = arrow_schema("selfknow_classifications")
 """Columns of the ``classifications`` config: one row per classified task.
 
 ``classified_reason`` is the model's reason ("" for none): its canonical name when it maps to

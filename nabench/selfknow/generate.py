@@ -60,6 +60,7 @@ from nabench.llm import (
     RunStats,
     complete_json_batches,
 )
+from nabench.schemas import arrow_schema
 from nabench.selfknow.prompts import (
     CLASSES,
     STYLES,
@@ -94,64 +95,10 @@ NO_REASON_TEXTS = frozenset({"", "none", "n a", "na", "null", "nil", "no reason"
 
 GENERATION_NAMESPACE = "selfknow.generate"
 
-_STR = pa.string()
-
-TASKS_ARROW = pa.schema(
-    [
-        ("task_id", _STR),
-        ("slot_id", pa.int64()),
-        ("task", _STR),
-        ("category", _STR),
-        ("type", _STR),
-        ("type_id", _STR),
-        ("reason", _STR),
-        ("reason_id", _STR),
-        ("prompt_style", _STR),
-        ("prompt_version", _STR),
-        ("taxonomy_version", _STR),
-        ("generator_model", _STR),
-        ("generator_backend", _STR),
-        ("temperature", pa.float64()),
-        ("seed", pa.int64()),
-        ("request_seed", pa.int64()),
-        ("refill_round", pa.int64()),
-        ("attempts", pa.int64()),
-        ("analysis", _STR),
-        ("raw_output", _STR),
-    ]
-)
+TASKS_ARROW = arrow_schema("selfknow_tasks")
 """Columns of the ``tasks`` config: one row per kept task. ``reason`` is "" for feasible."""
 
-QUARANTINE_ARROW = pa.schema(
-    [
-        ("task_id", _STR),
-        ("slot_id", pa.int64()),
-        ("quarantine_reason", _STR),
-        ("quarantine_reasons", pa.list_(_STR)),
-        ("detail", _STR),
-        ("task", _STR),
-        ("category", _STR),
-        ("type", _STR),
-        ("reason", _STR),
-        ("planned_category", _STR),
-        ("planned_type", _STR),
-        ("planned_reason", _STR),
-        ("prompt_style", _STR),
-        ("prompt_version", _STR),
-        ("taxonomy_version", _STR),
-        ("generator_model", _STR),
-        ("generator_backend", _STR),
-        ("temperature", pa.float64()),
-        ("seed", pa.int64()),
-        ("request_seed", pa.int64()),
-        ("refill_round", pa.int64()),
-        ("attempts", pa.int64()),
-        ("valid_json", pa.bool_()),
-        ("error", _STR),
-        ("analysis", _STR),
-        ("raw_output", _STR),
-    ]
-)
+QUARANTINE_ARROW = arrow_schema("selfknow_quarantine")
 """Columns of the ``quarantine`` config: one row per planned slot that yielded no kept task.
 
 ``category``/``type``/``reason``/``task`` are what the model returned (null if nothing valid).

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,7 +50,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.validate.invariants import Violation, schema_violations
+from nabench.schemas import Violation, pandera_schema, schema_violations
 
 if TYPE_CHECKING:
     import pandera.pandas as pdx
@@ -135,45 +135,27 @@ LAYOUTS: dict[str, Layout] = {
         "\nQuestion:", "letter", "Question: ", _LETTER_END, _full, inserted=True
     ),
 }
-OPTIONAL_COLUMNS = {
-    "inserted_question": str,  # qi_step2 / qi_random_question
-    "inserted_from": str,
-    "completion": str,  # qi_step1_outputs
-    "finish_reason": str,
-    "inferred_question": str,
-    "model_id": str,
-    "error": str,
-}
 
 
 @cache
 def artifact_schema() -> pdx.DataFrameSchema:
-    """pandera schema of an artifact table (the `prompt` column is checked in Arrow)."""
+    """pandera schema of an artifact table: derived from `schemas.rows.ArtifactPrompt` (with the
+    question-inference columns allowed), plus the values this validator knows. `prompt`,
+    `fewshot_ids` and `choices` are checked in Arrow (pandas copies of them are slow)."""
     import pandera.pandas as pdx
 
     targets = [*LETTERS, "True", "False"]
-    cols: dict[str, Any] = {
-        "id": pdx.Column(str, unique=True, nullable=False),
-        "item_id": pdx.Column(str, nullable=False),
-        "prompt_type": pdx.Column(str, pdx.Check.isin(list(LAYOUTS)), nullable=False),
-        "target": pdx.Column(str, pdx.Check.isin(targets), nullable=True),
-        "stop": pdx.Column(str, pdx.Check.isin(sorted({v.stop for v in LAYOUTS.values()}))),
-        "fewshot_ids": pdx.Column(nullable=False),  # list<string>, checked in Arrow
-        "choice_index": pdx.Column("Int64", pdx.Check.ge(0), nullable=True),
-        "source": pdx.Column(str, nullable=False),
-        "subject": pdx.Column(str, nullable=True),
-        "question": pdx.Column(str, nullable=False),
-        "choices": pdx.Column(nullable=False),  # list<string>, checked in Arrow
-        "answer": pdx.Column("int64", pdx.Check.ge(0), nullable=False),
-        "seed": pdx.Column("int64", nullable=False),
-    }
-    for name, dtype in OPTIONAL_COLUMNS.items():
-        cols[name] = pdx.Column(dtype, nullable=True, required=False)
-    return pdx.DataFrameSchema(cols, strict=True, coerce=False, name="artifact")
-
-
-def is_artifact_table(table: pa.Table) -> bool:
-    return "prompt_type" in table.column_names
+    stops = sorted({v.stop for v in LAYOUTS.values()})
+    base = pandera_schema("artifact")
+    return base.remove_columns(["prompt"]).update_columns(
+        {
+            "prompt_type": {"checks": [pdx.Check.isin(list(LAYOUTS))]},
+            "target": {"checks": [pdx.Check.isin(targets)]},
+            "stop": {"checks": [pdx.Check.isin(stops)]},
+            "fewshot_ids": {"dtype": None, "checks": []},  # list<string>, checked in Arrow
+            "choices": {"dtype": None, "checks": []},
+        }
+    )
 
 
 def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
@@ -215,6 +197,386 @@ def _schema_violations(table: pa.Table, where: str) -> list[Violation]:
     return out
 
 
+Rule = tuple[str, np.ndarray, Callable[[int], str]]
+
+
+def _rule(name: str, mask: np.ndarray | list[bool], explain: Callable[[int], str]) -> Rule:
+    return (name, np.asarray(mask, dtype=bool), explain)
+
+
+class _Rows:
+    """The columns of an artifact table as the rules read them, with what several rules share
+    (the rebuilt test examples, the few-shot prefix lengths) computed once, on first use."""
+
+    def __init__(
+        self,
+        table: pa.Table,
+        k: int | None,
+        questions: Mapping[str, str] | None,
+        text: str = "stripped",
+    ):
+        self.table, self.k, self.questions = table, k, questions
+        self.shown = SHOWN_TEXT[text]
+        self.n = table.num_rows
+        self.names = set(table.column_names)
+        self.ids = table.column("id").to_pylist()
+        self.item_ids = table.column("item_id").to_pylist()
+        self.ptype = table.column("prompt_type").to_pylist()
+        self.prompts = table.column("prompt").to_pylist()
+        self.targets = table.column("target").to_pylist()
+        self.stops = table.column("stop").to_pylist()
+        self.ci_raw = table.column("choice_index").to_pylist()
+        self.questions_col = table.column("question").to_pylist()
+        self.choices = _shown_choices(
+            self.item_ids, table.column("choices").to_pylist(), self.shown
+        )
+        self.answer = table.column("answer").to_numpy().astype(np.int64)
+        self.inserted = self.column_or_none("inserted_question")
+        self.layouts = [LAYOUTS[t] for t in self.ptype]
+        self.ci = np.array([-1 if v is None else v for v in self.ci_raw], dtype=np.int64)
+        self.n_choices = np.array([len(c) for c in self.choices], dtype=np.int64)
+        self.per_choice = np.array([lay.per_choice for lay in self.layouts])
+        per, ci = self.per_choice, self.ci
+        self.bad_index = per & ((ci < 0) | (ci >= self.n_choices)) | (~per & (ci != -1))
+        self.bad_answer = (self.answer < 0) | (self.answer >= self.n_choices)
+        self.ok = ~self.bad_index & ~self.bad_answer
+        self.prompt_arr = table.column("prompt").combine_chunks()
+        self.fewshot_col = table.column("fewshot_ids").combine_chunks()
+        self.n_fewshot = (
+            pc.list_value_length(self.fewshot_col).fill_null(0).to_numpy(zero_copy_only=False)
+        )
+        # few-shot ids without their `#<choice>` suffix
+        self.flat_base = pc.replace_substring_regex(
+            pc.list_flatten(self.fewshot_col), "#[^#]*$", ""
+        )
+
+    def column_or_none(self, name: str) -> list[Any]:
+        return self.table.column(name).to_pylist() if name in self.names else [None] * self.n
+
+    @cached_property
+    def tests(self) -> list[str]:
+        """The test example each row must end with, rebuilt from the row's own fields."""
+        shown_q = [
+            (ins if lay.inserted else q) or ""
+            for q, ins, lay in zip(self.questions_col, self.inserted, self.layouts, strict=True)
+        ]
+        ok_list, answer_list, ci_list = self.ok.tolist(), self.answer.tolist(), self.ci.tolist()
+        return [
+            lay.test(self.shown(q), cs, a, c) if good else ""
+            for lay, q, cs, a, c, good in zip(
+                self.layouts, shown_q, self.choices, answer_list, ci_list, ok_list, strict=True
+            )
+        ]
+
+    @cached_property
+    def has_test(self) -> np.ndarray:
+        return np.array(
+            [
+                good and p.endswith(t)
+                for p, t, good in zip(self.prompts, self.tests, self.ok.tolist(), strict=True)
+            ],
+            dtype=bool,
+        )
+
+    @cached_property
+    def prefix_len(self) -> list[int]:
+        """Length of the few-shot part (everything before the test example); 0 without one."""
+        return [
+            len(p) - len(t) if h else 0
+            for p, t, h in zip(self.prompts, self.tests, self.has_test.tolist(), strict=True)
+        ]
+
+
+def _shown_choices(
+    item_ids: list[str], raw: list[list[str]], shown: Callable[[str], str]
+) -> list[list[str]]:
+    # per item: the rows of an individual prior share their (equal) choices
+    stripped: dict[str, tuple[list[str], list[str]]] = {}
+    out = []
+    for item, cs in zip(item_ids, raw, strict=True):
+        seen = stripped.get(item)
+        if seen is None or seen[0] != cs:
+            seen = stripped[item] = (cs, [shown(c) for c in cs])
+        out.append(seen[1])
+    return out
+
+
+def _row_shape_rules(r: _Rows) -> list[Rule]:
+    expected_target: list[str | None] = []
+    for i, lay in enumerate(r.layouts):
+        if not r.ok[i] or lay.target == "none":
+            expected_target.append(None)
+        elif lay.target == "bool":
+            expected_target.append("True" if r.ci[i] == r.answer[i] else "False")
+        else:
+            expected_target.append(LETTERS[r.answer[i]])
+    return [
+        _rule(
+            "stop",
+            [s != lay.stop for s, lay in zip(r.stops, r.layouts, strict=True)],
+            lambda i: f"stop {r.stops[i]!r}, expected {r.layouts[i].stop!r}",
+        ),
+        _rule(
+            "choice_index",
+            r.bad_index,
+            lambda i: f"choice_index {r.ci_raw[i]!r} for {r.ptype[i]}",
+        ),
+        _rule(
+            "answer_in_range",
+            r.bad_answer,
+            lambda i: f"answer {r.answer[i]} of {r.n_choices[i]} options",
+        ),
+        _rule(
+            "target",
+            [r.ok[i] and r.targets[i] != expected_target[i] for i in range(r.n)],
+            lambda i: f"target {r.targets[i]!r}, expected {expected_target[i]!r}",
+        ),
+    ]
+
+
+def _test_example_rules(r: _Rows) -> list[Rule]:
+    ends = ["Question:" if lay.target == "none" else "Answer:" for lay in r.layouts]
+    ends_ok = np.array([p.endswith(e) for p, e in zip(r.prompts, ends, strict=True)])
+    return [
+        _rule(
+            "gold_not_revealed",
+            ~ends_ok,
+            lambda i: f"prompt must end with {ends[i]!r} (ends {r.prompts[i][-30:]!r})",
+        ),
+        _rule(
+            "test_example",
+            r.ok & ends_ok & ~r.has_test,
+            lambda i: f"prompt does not end with the {r.ptype[i]} test example of this row",
+        ),
+    ]
+
+
+def _fewshot_rules(r: _Rows) -> list[Rule]:
+    # The few-shot part is not copied out: example ends are counted on the whole prompt minus
+    # those inside the test example.
+    counts = np.zeros(r.n, dtype=np.int64)
+    for end in {lay.example_end for lay in r.layouts}:
+        sel = np.array([lay.example_end == end for lay in r.layouts])
+        whole = pc.count_substring_regex(r.prompt_arr, end).to_numpy(zero_copy_only=False)
+        pattern = re.compile(end)
+        in_test = np.array(
+            [len(pattern.findall(t)) if f else 0 for t, f in zip(r.tests, sel, strict=True)]
+        )
+        counts[sel] = (whole - in_test)[sel]
+    n_fewshot = r.n_fewshot
+    shape_ok = np.array(
+        [
+            pl == 0 or (p.startswith(lay.first_label) and p[pl - 2 : pl] == "\n\n")
+            for p, pl, lay in zip(r.prompts, r.prefix_len, r.layouts, strict=True)
+        ]
+    )
+    empty = np.array(r.prefix_len) == 0
+    expected_k = r.k if r.k is not None else int(np.bincount(n_fewshot).argmax())
+    owner = pa.array(np.repeat(np.array(r.item_ids, dtype=object), n_fewshot), pa.string())
+    is_self = pc.equal(r.flat_base, owner).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(r.fewshot_col).to_numpy(zero_copy_only=False)
+    return [
+        _rule(
+            "fewshot_blocks",
+            r.has_test & (~shape_ok | (counts != n_fewshot) | ((n_fewshot == 0) != empty)),
+            lambda i: (
+                f"{counts[i]} few-shot example(s) before the test example, "
+                f"{n_fewshot[i]} fewshot_ids"
+            ),
+        ),
+        _rule(
+            "fewshot_k",
+            n_fewshot != expected_k,
+            lambda i: f"{n_fewshot[i]} few-shot examples, expected {expected_k}",
+        ),
+        _rule(
+            "fewshot_not_self",
+            np.bincount(parents, weights=is_self, minlength=r.n) > 0,
+            lambda i: "the item is one of its own few-shot examples",
+        ),
+    ]
+
+
+class _LeakSearch:
+    """Question texts in question-free prompts: a leak is a question found more often in the
+    prompt than in its option lines (see the module docstring). Few-shot parts repeat (one per
+    subject in a build), so their option lines and counts are computed once per distinct part."""
+
+    def __init__(self) -> None:
+        self.prefix_ids: dict[str, int] = {}
+        self.prefix_options: list[list[str]] = []
+        self.prefix_counts: dict[tuple[int, str], int] = {}
+
+    def part(self, prefix: str) -> int:
+        pid = self.prefix_ids.setdefault(prefix, len(self.prefix_ids))
+        if pid == len(self.prefix_options):
+            self.prefix_options.append(_OPTION_LINE.findall(prefix))
+        return pid
+
+    def excess(self, q: str, pid: int, prefix: str, test: str, options: list[str]) -> bool:
+        """Does `q` occur in prefix + test more often than in the shown option texts?"""
+        outside = self.prefix_counts.get((pid, q))
+        if outside is None:
+            outside = prefix.count(q) - sum(o.count(q) for o in self.prefix_options[pid])
+            self.prefix_counts[(pid, q)] = outside
+        return outside + test.count(q) - sum(o.count(q) for o in options) > 0
+
+
+def _question_leak_rules(r: _Rows) -> list[Rule]:
+    free_rows = np.flatnonzero(np.array([lay.question_free for lay in r.layouts]))
+    fs_base: dict[int, list[str]] = {}
+    fs_questions = {f: q.strip() for f, q in (r.questions or {}).items()}
+    if r.questions is not None:
+        bases = r.flat_base.to_pylist()
+        offsets = r.fewshot_col.offsets.to_numpy() - r.fewshot_col.offsets[0].as_py()
+        fs_base = {int(i): bases[offsets[i] : offsets[i + 1]] for i in free_rows}
+    labelled = pc.match_substring(r.prompt_arr, "Question:").to_numpy(zero_copy_only=False)
+    search = _LeakSearch()
+    leak_why: dict[int, str] = {}
+    for i in free_rows:
+        if labelled[i]:
+            leak_why[i] = "the prompt has a 'Question:' label"
+            continue
+        prompt, pl = r.prompts[i], r.prefix_len[i]
+        prefix, test = prompt[:pl], prompt[pl:]
+        pid = search.part(prefix)
+        options = _OPTION_LINE.findall(test)
+        own = r.questions_col[i].strip()
+        if (
+            len(own) >= MIN_QUESTION_CHARS
+            and own in prompt
+            and search.excess(own, pid, prefix, test, options)
+        ):
+            leak_why[i] = "the item's question text occurs in the prompt"
+            continue
+        for f in fs_base.get(i, ()):
+            fq = fs_questions.get(f, "")
+            if len(fq) >= MIN_QUESTION_CHARS and search.excess(fq, pid, prefix, test, options):
+                leak_why[i] = f"few-shot item {f}'s question text occurs in the prompt"
+                break
+    leak = np.zeros(r.n, dtype=bool)
+    leak[list(leak_why)] = True
+    return [_rule("no_question_text", leak, lambda i: leak_why[i])]
+
+
+def _memorization_rules(r: _Rows) -> list[Rule]:
+    gold_bad = np.zeros(r.n, dtype=bool)
+    for i in np.flatnonzero(np.array([t == "mem_gold_choices" for t in r.ptype]) & r.ok):
+        head = f"Question: {r.shown(r.questions_col[i])}\nChoices:\n"
+        start = r.prompts[i].rfind(head)
+        region = r.prompts[i][start + len(head) : len(r.prompts[i]) - len("Answer:")]
+        gold = r.choices[i][r.answer[i]]
+        gold_bad[i] = start < 0 or region != "".join(
+            f"({LETTERS[j]}) {gold}\n" for j in range(r.n_choices[i])
+        )
+    return [
+        _rule(
+            "mem_gold_lines_equal", gold_bad, lambda i: "option lines do not all show the gold text"
+        )
+    ]
+
+
+def _prior_rules(r: _Rows) -> list[Rule]:
+    if not r.per_choice.any():
+        return []
+    frame = pd.DataFrame(
+        {
+            "item": r.item_ids,
+            "ci": r.ci,
+            "true": [t == "True" for t in r.targets],
+            "n": r.n_choices,
+        }
+    )[r.per_choice]
+    grouped = frame.groupby("item", sort=False).agg(
+        rows=("ci", "size"), distinct=("ci", "nunique"), trues=("true", "sum"), n=("n", "first")
+    )
+    broken = grouped[
+        (grouped["rows"] != grouped["n"])
+        | (grouped["distinct"] != grouped["n"])
+        | (grouped["trues"] != 1)
+    ]
+    bad_items = set(broken.index)
+    return [
+        _rule(
+            "prior_one_true",
+            [r.per_choice[i] and r.item_ids[i] in bad_items for i in range(r.n)],
+            lambda i: "an item's individual-prior rows must cover each option once with one True",
+        )
+    ]
+
+
+def _question_inference_rules(r: _Rows) -> list[Rule]:
+    out: list[Rule] = []
+    if "inserted_question" in r.names:
+        inserted_from = r.column_or_none("inserted_from")
+        is_ins = [lay.inserted for lay in r.layouts]
+        out.append(
+            _rule(
+                "inserted_question",
+                [
+                    flag
+                    and not (t == "qi_step2" and q is None and src is None)  # kept, none inferred
+                    and (not (q or "").strip() or (t == "qi_random_question" and src == item))
+                    for flag, q, t, src, item in zip(
+                        is_ins, r.inserted, r.ptype, inserted_from, r.item_ids, strict=True
+                    )
+                ],
+                lambda i: (
+                    "step-2 rows need a non-empty inserted question "
+                    "(from another item for qi_random_question)"
+                ),
+            )
+        )
+    if "completion" in r.names and "inferred_question" in r.names:
+        inferred = r.table.column("inferred_question").to_pylist()
+        expected_q = [_inferred(c) for c in r.table.column("completion").to_pylist()]
+        out.append(
+            _rule(
+                "inferred_question",
+                [a != b for a, b in zip(inferred, expected_q, strict=True)],
+                lambda i: f"inferred question {inferred[i]!r}, expected {expected_q[i]!r}",
+            )
+        )
+    return out
+
+
+def _inferred(text: str | None) -> str | None:
+    if text is None or "Answer:" not in text:
+        return None
+    return text.split("Answer:", 1)[0].strip() or None
+
+
+def _id_rules(r: _Rows) -> list[Rule]:
+    expected_id = [
+        f"{item}#{r.ci[i]}" if r.per_choice[i] else item for i, item in enumerate(r.item_ids)
+    ]
+    return [
+        _rule(
+            "id_format",
+            [a != b for a, b in zip(r.ids, expected_id, strict=True)],
+            lambda i: f"id {r.ids[i]!r}, expected {expected_id[i]!r}",
+        ),
+        _rule(
+            "ids_unique",
+            pd.Series(r.ids).duplicated(keep="first").to_numpy(),
+            lambda i: "id repeats an earlier row",
+        ),
+    ]
+
+
+# The rule table, in report order: each entry returns its rules (name, broken rows, why).
+RULES: tuple[Callable[[_Rows], list[Rule]], ...] = (
+    _row_shape_rules,
+    _test_example_rules,
+    _fewshot_rules,
+    _question_leak_rules,
+    _memorization_rules,
+    _prior_rules,
+    _question_inference_rules,
+    _id_rules,
+)
+
+
 def check_artifacts(
     table: pa.Table,
     where: str,
@@ -234,285 +596,18 @@ def check_artifacts(
     questions as well. `schema=False` skips the pandera schema (a fixed ~tens of ms per call)
     for callers that built the table themselves, e.g. property tests.
     """
-    shown = SHOWN_TEXT[text]
     if schema:
         failures = _schema_violations(table, where)
         if failures:
             return failures
-    n = table.num_rows
-    if n == 0:
+    if table.num_rows == 0:
         return []
-    ids = table.column("id").to_pylist()
-    item_ids = table.column("item_id").to_pylist()
-    ptype = table.column("prompt_type").to_pylist()
-    prompts = table.column("prompt").to_pylist()
-    targets = table.column("target").to_pylist()
-    stops = table.column("stop").to_pylist()
-    ci_raw = table.column("choice_index").to_pylist()
-    questions_col = table.column("question").to_pylist()
-    raw_choices = table.column("choices").to_pylist()
-    # per item: the rows of an individual prior share their (equal) choices
-    stripped: dict[str, tuple[list[str], list[str]]] = {}
-    choices = []
-    for item, cs in zip(item_ids, raw_choices, strict=True):
-        seen = stripped.get(item)
-        if seen is None or seen[0] != cs:
-            seen = stripped[item] = (cs, [shown(c) for c in cs])
-        choices.append(seen[1])
-    answer = table.column("answer").to_numpy().astype(np.int64)
-    names = set(table.column_names)
-    inserted = (
-        table.column("inserted_question").to_pylist()
-        if "inserted_question" in names
-        else [None] * n
-    )
-    layouts = [LAYOUTS[t] for t in ptype]
-    ci = np.array([-1 if v is None else v for v in ci_raw], dtype=np.int64)
-    n_choices = np.array([len(c) for c in choices], dtype=np.int64)
-    per_choice = np.array([lay.per_choice for lay in layouts])
-
-    rules: list[tuple[str, np.ndarray, Callable[[int], str]]] = []
-
-    def rule(name: str, mask: np.ndarray | list[bool], explain: Callable[[int], str]) -> None:
-        rules.append((name, np.asarray(mask, dtype=bool), explain))
-
-    rule(
-        "stop",
-        [s != lay.stop for s, lay in zip(stops, layouts, strict=True)],
-        lambda i: f"stop {stops[i]!r}, expected {layouts[i].stop!r}",
-    )
-    bad_index = per_choice & ((ci < 0) | (ci >= n_choices)) | (~per_choice & (ci != -1))
-    rule("choice_index", bad_index, lambda i: f"choice_index {ci_raw[i]!r} for {ptype[i]}")
-    bad_answer = (answer < 0) | (answer >= n_choices)
-    rule("answer_in_range", bad_answer, lambda i: f"answer {answer[i]} of {n_choices[i]} options")
-    ok = ~bad_index & ~bad_answer
-
-    expected_target: list[str | None] = []
-    for i, lay in enumerate(layouts):
-        if not ok[i] or lay.target == "none":
-            expected_target.append(None)
-        elif lay.target == "bool":
-            expected_target.append("True" if ci[i] == answer[i] else "False")
-        else:
-            expected_target.append(LETTERS[answer[i]])
-    rule(
-        "target",
-        [ok[i] and targets[i] != expected_target[i] for i in range(n)],
-        lambda i: f"target {targets[i]!r}, expected {expected_target[i]!r}",
-    )
-
-    shown_q = [
-        (ins if lay.inserted else q) or ""
-        for q, ins, lay in zip(questions_col, inserted, layouts, strict=True)
-    ]
-    ok_list, answer_list, ci_list = ok.tolist(), answer.tolist(), ci.tolist()
-    tests = [
-        lay.test(shown(q), cs, a, c) if good else ""
-        for lay, q, cs, a, c, good in zip(
-            layouts, shown_q, choices, answer_list, ci_list, ok_list, strict=True
-        )
-    ]
-    has_test = np.array(
-        [good and p.endswith(t) for p, t, good in zip(prompts, tests, ok_list, strict=True)],
-        dtype=bool,
-    )
-    ends = ["Question:" if lay.target == "none" else "Answer:" for lay in layouts]
-    ends_ok = np.array([p.endswith(e) for p, e in zip(prompts, ends, strict=True)])
-    rule(
-        "gold_not_revealed",
-        ~ends_ok,
-        lambda i: f"prompt must end with {ends[i]!r} (ends {prompts[i][-30:]!r})",
-    )
-    rule(
-        "test_example",
-        ok & ends_ok & ~has_test,
-        lambda i: f"prompt does not end with the {ptype[i]} test example of this row",
-    )
-
-    # The few-shot part is everything before the test example; it is not copied out: example
-    # ends are counted on the whole prompt minus those inside the test example.
-    prefix_len = [
-        len(p) - len(t) if h else 0
-        for p, t, h in zip(prompts, tests, has_test.tolist(), strict=True)
-    ]
-    prompt_arr = table.column("prompt").combine_chunks()
-    counts = np.zeros(n, dtype=np.int64)
-    for end in {lay.example_end for lay in layouts}:
-        sel = np.array([lay.example_end == end for lay in layouts])
-        whole = pc.count_substring_regex(prompt_arr, end).to_numpy(zero_copy_only=False)
-        pattern = re.compile(end)
-        in_test = np.array(
-            [len(pattern.findall(t)) if f else 0 for t, f in zip(tests, sel, strict=True)]
-        )
-        counts[sel] = (whole - in_test)[sel]
-    fewshot_col = table.column("fewshot_ids").combine_chunks()
-    n_fewshot = pc.list_value_length(fewshot_col).fill_null(0).to_numpy(zero_copy_only=False)
-    shape_ok = np.array(
-        [
-            pl == 0 or (p.startswith(lay.first_label) and p[pl - 2 : pl] == "\n\n")
-            for p, pl, lay in zip(prompts, prefix_len, layouts, strict=True)
-        ]
-    )
-    empty = np.array(prefix_len) == 0
-    rule(
-        "fewshot_blocks",
-        has_test & (~shape_ok | (counts != n_fewshot) | ((n_fewshot == 0) != empty)),
-        lambda i: (
-            f"{counts[i]} few-shot example(s) before the test example, {n_fewshot[i]} fewshot_ids"
-        ),
-    )
-    expected_k = k if k is not None else int(np.bincount(n_fewshot).argmax())
-    rule(
-        "fewshot_k",
-        n_fewshot != expected_k,
-        lambda i: f"{n_fewshot[i]} few-shot examples, expected {expected_k}",
-    )
-    flat_base = pc.replace_substring_regex(pc.list_flatten(fewshot_col), "#[^#]*$", "")
-    owner = pa.array(np.repeat(np.array(item_ids, dtype=object), n_fewshot), pa.string())
-    is_self = pc.equal(flat_base, owner).to_numpy(zero_copy_only=False)
-    parents = pc.list_parent_indices(fewshot_col).to_numpy(zero_copy_only=False)
-    rule(
-        "fewshot_not_self",
-        np.bincount(parents, weights=is_self, minlength=n) > 0,
-        lambda i: "the item is one of its own few-shot examples",
-    )
-
-    question_free = np.array([lay.question_free for lay in layouts])
-    free_rows = np.flatnonzero(question_free)
-    fs_base: dict[int, list[str]] = {}
-    fs_questions = {f: q.strip() for f, q in (questions or {}).items()}
-    if questions is not None:
-        bases = flat_base.to_pylist()
-        offsets = fewshot_col.offsets.to_numpy() - fewshot_col.offsets[0].as_py()
-        fs_base = {int(i): bases[offsets[i] : offsets[i + 1]] for i in free_rows}
-    labelled = pc.match_substring(prompt_arr, "Question:").to_numpy(zero_copy_only=False)
-    prefix_ids: dict[str, int] = {}  # distinct few-shot parts (one per subject in a build)
-    prefix_options: list[list[str]] = []
-    prefix_counts: dict[tuple[int, str], int] = {}
-
-    def excess(q: str, pid: int, prefix: str, test: str, options: list[str]) -> bool:
-        """Does `q` occur in prefix + test more often than in the shown option texts?"""
-        outside = prefix_counts.get((pid, q))
-        if outside is None:
-            outside = prefix.count(q) - sum(o.count(q) for o in prefix_options[pid])
-            prefix_counts[(pid, q)] = outside
-        return outside + test.count(q) - sum(o.count(q) for o in options) > 0
-
-    leak_why: dict[int, str] = {}
-    for i in free_rows:
-        if labelled[i]:
-            leak_why[i] = "the prompt has a 'Question:' label"
-            continue
-        prompt, pl = prompts[i], prefix_len[i]
-        prefix, test = prompt[:pl], prompt[pl:]
-        pid = prefix_ids.setdefault(prefix, len(prefix_ids))
-        if pid == len(prefix_options):
-            prefix_options.append(_OPTION_LINE.findall(prefix))
-        options = _OPTION_LINE.findall(test)
-        own = questions_col[i].strip()
-        if (
-            len(own) >= MIN_QUESTION_CHARS
-            and own in prompt
-            and excess(own, pid, prefix, test, options)
-        ):
-            leak_why[i] = "the item's question text occurs in the prompt"
-            continue
-        for f in fs_base.get(i, ()):
-            fq = fs_questions.get(f, "")
-            if len(fq) >= MIN_QUESTION_CHARS and excess(fq, pid, prefix, test, options):
-                leak_why[i] = f"few-shot item {f}'s question text occurs in the prompt"
-                break
-    leak = np.zeros(n, dtype=bool)
-    leak[list(leak_why)] = True
-    rule("no_question_text", leak, lambda i: leak_why[i])
-
-    gold_bad = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero(np.array([t == "mem_gold_choices" for t in ptype]) & ok):
-        head = f"Question: {shown(questions_col[i])}\nChoices:\n"
-        start = prompts[i].rfind(head)
-        region = prompts[i][start + len(head) : len(prompts[i]) - len("Answer:")]
-        gold = choices[i][answer[i]]
-        gold_bad[i] = start < 0 or region != "".join(
-            f"({LETTERS[j]}) {gold}\n" for j in range(n_choices[i])
-        )
-    rule("mem_gold_lines_equal", gold_bad, lambda i: "option lines do not all show the gold text")
-
-    if per_choice.any():
-        frame = pd.DataFrame(
-            {
-                "item": item_ids,
-                "ci": ci,
-                "true": [t == "True" for t in targets],
-                "n": n_choices,
-            }
-        )[per_choice]
-        grouped = frame.groupby("item", sort=False).agg(
-            rows=("ci", "size"), distinct=("ci", "nunique"), trues=("true", "sum"), n=("n", "first")
-        )
-        broken = grouped[
-            (grouped["rows"] != grouped["n"])
-            | (grouped["distinct"] != grouped["n"])
-            | (grouped["trues"] != 1)
-        ]
-        bad_items = set(broken.index)
-        rule(
-            "prior_one_true",
-            [per_choice[i] and item_ids[i] in bad_items for i in range(n)],
-            lambda i: "an item's individual-prior rows must cover each option once with one True",
-        )
-
-    if "inserted_question" in names:
-        inserted_from = (
-            table.column("inserted_from").to_pylist() if "inserted_from" in names else [None] * n
-        )
-        is_ins = [lay.inserted for lay in layouts]
-        rule(
-            "inserted_question",
-            [
-                flag
-                and not (t == "qi_step2" and q is None and src is None)  # kept, none inferred
-                and (not (q or "").strip() or (t == "qi_random_question" and src == item))
-                for flag, q, t, src, item in zip(
-                    is_ins, inserted, ptype, inserted_from, item_ids, strict=True
-                )
-            ],
-            lambda i: (
-                "step-2 rows need a non-empty inserted question "
-                "(from another item for qi_random_question)"
-            ),
-        )
-    if "completion" in names and "inferred_question" in names:
-        completions = table.column("completion").to_pylist()
-        inferred = table.column("inferred_question").to_pylist()
-
-        def extract(text: str | None) -> str | None:
-            if text is None or "Answer:" not in text:
-                return None
-            return text.split("Answer:", 1)[0].strip() or None
-
-        expected_q = [extract(c) for c in completions]
-        rule(
-            "inferred_question",
-            [a != b for a, b in zip(inferred, expected_q, strict=True)],
-            lambda i: f"inferred question {inferred[i]!r}, expected {expected_q[i]!r}",
-        )
-
-    expected_id = [f"{item}#{ci[i]}" if per_choice[i] else item for i, item in enumerate(item_ids)]
-    rule(
-        "id_format",
-        [a != b for a, b in zip(ids, expected_id, strict=True)],
-        lambda i: f"id {ids[i]!r}, expected {expected_id[i]!r}",
-    )
-    rule(
-        "ids_unique",
-        pd.Series(ids).duplicated(keep="first").to_numpy(),
-        lambda i: "id repeats an earlier row",
-    )
-
+    rows = _Rows(table, k, questions, text)
     out: list[Violation] = []
-    for name, mask, explain in rules:
-        for i in np.flatnonzero(mask):
-            out.append(Violation(where, int(i), str(ids[i]), name, explain(int(i))))
+    for rules in RULES:
+        for name, mask, explain in rules(rows):
+            for i in np.flatnonzero(mask):
+                out.append(Violation(where, int(i), str(rows.ids[i]), name, explain(int(i))))
     return out
 
 

@@ -394,7 +394,7 @@ def rebuild(
 
     kind = parameters["builder"]
     cls = BUILDERS[kind]
-    builder = cls() if kind == "original" else cls(na_text=parameters["na_text"])  # type: ignore[call-arg]
+    builder = cls() if kind == "original" else cls(text=parameters["na_text"])  # type: ignore[call-arg]
     columns = {
         k: [dict(i)[k] for i in inputs]
         for k in ("id", "source", "subject", "question", "choices", "answer")

@@ -10,17 +10,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from nabench.audit.patterns import any_flagged, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
 from nabench.perturb import BUILDERS
-from nabench.schemas.tables import pandera_schema
+from nabench.schemas import Violation, nullable_types, pandera_schema, schema_violations
 from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, RowView, placement_rules
 
 KNOWN_NA_TEXTS = (
@@ -34,23 +32,6 @@ KNOWN_NA_TEXTS = (
 VARIANTS = tuple(BUILDERS)
 LETTERS = "ABCDEFGHIJ"
 LETTER_SHARE_WARNING = 0.40
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule on one row: `row` is the 0-based position in its file, printed 1-based
-    (the JSONL line); -1 for a rule about the whole file."""
-
-    where: str
-    row: int
-    id: str
-    rule: str
-    message: str
-
-    def __str__(self) -> str:
-        if self.row < 0:  # the whole file
-            return f"{self.where}: [{self.rule}] {self.message}"
-        return f"{self.where} row {self.row + 1} id={self.id}: [{self.rule}] {self.message}"
 
 
 @dataclass
@@ -337,42 +318,8 @@ def summarise_violations(violations: Sequence[Violation], cap: int = 20) -> str:
 def check_schema(table: pa.Table, kind: str, where: str) -> list[Violation]:
     """pandera schema check; failures become violations naming row and column."""
 
-    frame = table.to_pandas(types_mapper=_nullable_types)
+    frame = table.to_pandas(types_mapper=nullable_types)
     return schema_violations(pandera_schema(kind), frame, where)
-
-
-def schema_violations(schema: Any, frame: pd.DataFrame, where: str) -> list[Violation]:
-    """Run a pandera schema lazily; each failure case becomes a violation naming row and id."""
-    import pandera.errors as pe
-
-    try:
-        schema.validate(frame, lazy=True)
-    except pe.SchemaErrors as exc:
-        out = []
-        ids = frame["id"].tolist() if "id" in frame else []
-        for _, case in exc.failure_cases.head(1000).iterrows():
-            idx = case.get("index")
-            row = int(idx) if isinstance(idx, int | np.integer) else -1
-            item_id = str(ids[row]) if 0 <= row < len(ids) else "-"
-            out.append(
-                Violation(
-                    where,
-                    row,
-                    item_id,
-                    f"schema:{case.get('column')}",
-                    f"{case.get('check')} failed (value {case.get('failure_case')!r})",
-                )
-            )
-        return out
-    return []
-
-
-def _nullable_types(arrow_type: pa.DataType) -> object:
-    if pa.types.is_int64(arrow_type):
-        return pd.Int64Dtype()
-    if pa.types.is_boolean(arrow_type):
-        return pd.BooleanDtype()
-    return None
 
 
 def letter_distribution(table: pa.Table) -> dict[str, float]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from nabench.evaluation.parsing import (
@@ -118,7 +118,6 @@ def test_letter_code_round_trip() -> None:
         letters_to_codes(["a"])
 
 
-@settings(max_examples=1000, deadline=None)
 @given(text=st.text(), n=st.integers(1, 26))
 def test_parser_never_raises(text: str, n: int) -> None:
     letter = parse_answer(text, n)
@@ -132,7 +131,6 @@ no_marker = st.text().filter(
 )
 
 
-@settings(max_examples=500, deadline=None)
 @given(
     n=st.integers(1, 26),
     data=st.data(),
@@ -151,7 +149,6 @@ def test_round_trip_after_marker(
     assert parse_answer(text, n) == letter
 
 
-@settings(max_examples=500, deadline=None)
 @given(
     n=st.integers(1, 26),
     data=st.data(),
@@ -171,7 +168,6 @@ def test_leading_word_is_no_label(text: str) -> None:
     assert parse_answer(text, 26) is None
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     n=st.integers(1, 26),
     digit=st.integers(1, 9),
@@ -183,13 +179,11 @@ def test_digits_map_to_letters(n: int, digit: int, form: str, boundary: str) -> 
     assert parse_answer(f"Answer: {form.format(digit)}{boundary}", n) == expected
 
 
-@settings(max_examples=300, deadline=None)
 @given(letter=st.sampled_from(string.ascii_lowercase), form=st.sampled_from(FORMS))
 def test_lowercase_is_invalid(letter: str, form: str) -> None:
     assert parse_answer(f"Answer: {form.format(letter)}", 26) is None
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     texts=st.lists(
         st.one_of(st.text(max_size=30), st.sampled_from(["Answer: B", "(C)", "Answer: 2"])),

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -37,7 +37,6 @@ def test_wilson_hand_computed_and_scipy() -> None:
         wilson_interval(1, 0)
 
 
-@settings(max_examples=500, deadline=None)
 @given(n=st.integers(1, 10_000), data=st.data(), conf=st.sampled_from([0.8, 0.9, 0.95, 0.99]))
 def test_wilson_contains_estimate_and_matches_scipy(
     n: int, data: st.DataObject, conf: float
@@ -73,7 +72,6 @@ def test_bootstrap_ci_matches_scipy_percentile_bootstrap() -> None:
     assert ours[1] == pytest.approx(ref.high, abs=0.003)
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     scores=st.lists(st.sampled_from([0.0, 0.25, 1.0]), min_size=1, max_size=200),
     seed=st.integers(0, 2**32 - 1),
@@ -147,7 +145,6 @@ def test_spearman_hand_computed_and_scipy() -> None:
     assert res.p_value == pytest.approx(ref.pvalue, rel=1e-9)
 
 
-@settings(max_examples=300, deadline=None)
 @given(xy=st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), min_size=3, max_size=60))
 def test_correlations_match_scipy(xy: list[tuple[int, int]]) -> None:
     x = np.array([a for a, _ in xy], dtype=float)
@@ -229,7 +226,6 @@ label_lists = st.integers(1, 40).flatmap(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(pair=label_lists, seed=st.integers(0, 1000))
 def test_kappa_properties(pair: tuple[list[str], list[str]], seed: int) -> None:
     a, b = pair

@@ -20,6 +20,9 @@ from nabench.llm import ResponseCache
 from nabench.llm.options import make_backend
 from nabench.sources import get_source
 
+# Real model / git + server runs (the fast loop is `pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 N_ITEMS = 10  # real model calls: enough for mechanics, small for CI time
 
 

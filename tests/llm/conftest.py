@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 from llm_testlib import Scripted, start_scripted_server
+from testdeps import require
 
 from nabench.llm import ResponseCache
 
 
 @pytest.fixture(scope="session")
 def llama_cpp() -> Any:
-    return pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    return require("llama_cpp", "pip install 'nabench[llm]'")
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +31,7 @@ def local_backend(llama_cpp: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def llama_server(llama_cpp: Any) -> Iterator[str]:
-    pytest.importorskip("uvicorn", reason="llama-cpp-python[server] extras are not installed")
+    require("uvicorn", "pip install 'nabench[llm]'")
     from nabench.llm import local_server
 
     with local_server() as url:

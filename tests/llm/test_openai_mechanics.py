@@ -1,4 +1,4 @@
-"""`openai` backend mechanics against a scripted loopback HTTP server: retries with backoff,
+"""`openai` backend mechanics against a scripted loopback HTTP server: the client's own retries,
 bounded concurrency, JSON-mode fallback, key hygiene. The real openai client is used."""
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ SECRET = "sk-test-secret-do-not-print"
 
 
 def _backend(url: str, **kw: Any) -> OpenAIBackend:
-    kw.setdefault("backoff_base_s", 0.01)
-    kw.setdefault("backoff_max_s", 0.05)
     return OpenAIBackend(model="scripted-model", base_url=url, api_key=SECRET, **kw)
 
 
@@ -141,3 +139,13 @@ def test_json_batches_each_keep_their_schema_and_positions(
     assert not results[2].valid and results[2].attempts == 2 and results[2].raw == "nope"
     assert stats.total == 4 and stats.extra == {"valid": 3, "invalid": 1}
     assert stats.calls == 5  # 4 first attempts + 1 retry of the invalid one
+
+
+def test_one_client_for_the_backend_and_close(scripted_server: Callable[..., Scripted]) -> None:
+    srv = scripted_server(lambda p, b, n: (200, chat_body("ok")))
+    with _backend(srv.url, concurrency=2) as backend:
+        client = backend._client
+        for _ in range(3):
+            assert [c.text for c in backend.complete([ChatRequest.chat("q")] * 3)] == ["ok"] * 3
+        assert backend._client is client  # not one client per complete()
+    assert client.is_closed()

