@@ -12,7 +12,7 @@ from nabench.cli.evaluation import eval_cmd, report_cmd
 from nabench.cli.group import NabenchGroup
 from nabench.cli.llm import llm
 from nabench.cli.model_flags import ModelFlags, model_options, run_options
-from nabench.cli.publish import publish, publish_build
+from nabench.cli.publish import check_push_target, publish, publish_build
 from nabench.cli.selfknow import selfknow
 from nabench.core.version import __version__
 from nabench.label.agree import agreement
@@ -48,14 +48,21 @@ def list_cmd() -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Output folder [build/<recipe>].")
 @click.option("--split", "splits", multiple=True, help="Split(s) to build [recipe's].")
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N items per split.")
-@click.option("--seed", type=int, help="Override the recipe seed.")
-@click.option("--labels", help="'none' (all eligible items) or a labels file [recipe's].")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Override the recipe seed.")
+@click.option(
+    "--labels",
+    help="'none' (all eligible items), 'llm' (label with the recipe's model, however long "
+    "it takes) or a labels file [recipe's].",
+)
+@click.option("--yes", is_flag=True, help="Start a long model job without asking (see --labels).")
 @click.option(
     "--strict", is_flag=True, help="Fail on malformed source rows instead of quarantining."
 )
 @click.option("--cache", type=click.Path(path_type=Path), help="LLM response cache (labeling).")
 @click.option("--push", is_flag=True, help="Publish the build (see `nabench publish`).")
-@click.option("--repo-id", help="Target repo for --push [recipe publish.repo_id].")
+@click.option(
+    "--repo-id", help="Target repo for --push [recipe's if yours, else TOKEN_OWNER/<recipe>]."
+)
 @click.option("--to", "push_to", help="--push target 'git:PATH' instead of the Hub.")
 @click.option("--dry-run", is_flag=True, help="With --push: print the publish plan only.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -67,6 +74,7 @@ def build(
     limit: int | None,
     seed: int | None,
     labels: str | None,
+    yes: bool,
     strict: bool,
     cache: Path | None,
     push: bool,
@@ -81,6 +89,8 @@ def build(
     """
 
     spec = load_recipe(recipe)
+    if push and not dry_run:
+        check_push_target(push_to)  # a missing token or network fails now, not after the build
     result = run_recipe(
         spec,
         BuildOptions(
@@ -93,6 +103,7 @@ def build(
             strict=strict,
             cache=cache,
             progress=not quiet,
+            yes=yes,
         ),
     )
     for config, per_split in result.counts.items():
@@ -106,7 +117,7 @@ def build(
     if push:
         publish_build(
             result.out,
-            repo_id or spec.publish.repo_id,
+            repo_id,
             dry_run=dry_run,
             to=push_to,
             private=spec.publish.private,

@@ -14,7 +14,7 @@ import pyarrow as pa
 from nabench.core.errors import NabenchError
 
 # Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
-DATA_DEFECTS = ("empty_choice", "duplicate_choices")
+DATA_DEFECTS = ("missing_question", "empty_choice", "duplicate_choices")
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,11 @@ class BuildOptions:
     splits: Sequence[str] | None = None
     limit: int | None = None
     seed: int | None = None
-    labels: str | None = None  # "none", a path, or None for the recipe's setting
+    labels: str | None = None  # "none", "llm", a path, or None for the recipe's setting
     cache: Path | None = None  # LLM response cache (labeling); default ~/.cache/nabench
     strict: bool = False
     progress: bool = True
+    yes: bool = False  # a long model job (labeling) may start without --labels llm
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ def _check_semver(value: str) -> str:
 
 
 SemVer = Annotated[str, AfterValidator(_check_semver)]
+# Seeds are stored in int64 columns (`seed`); a larger one would overflow at write time.
+INT64_MAX = 2**63 - 1
+Seed = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
 
 
 class _Spec(BaseModel):
@@ -72,6 +75,13 @@ class LLMLabelerSpec(_Spec):
     options: dict[str, Any] = Field(default_factory=dict)
     engine: str = "local"  # local | ray (nabench.llm.ENGINES)
     ray: dict[str, Any] = Field(default_factory=dict)  # RaySettings, for engine: ray
+    max_error_share: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of requests that may get no answer (dead endpoint, HTTP 5xx) "
+        "before the build fails; a model's invalid output does not count.",
+    )
 
 
 class LabelsSpec(_Spec):
@@ -101,7 +111,7 @@ class Recipe(_Spec):
     description: str = ""
     kind: Literal["na"] = "na"
     source: SourceSpec
-    seed: int = 0
+    seed: Seed = 0
     variants: list[VariantSpec] = Field(min_length=1)
     labels: LabelsSpec = Field(default_factory=LabelsSpec)
     publish: PublishSpec = Field(default_factory=PublishSpec)

@@ -108,6 +108,9 @@ def pandera_schema(kind: str) -> pdx.DataFrameSchema:
     elif kind == "excluded_item":
         cols = {
             **base,
+            # Quarantined rows are kept as the source had them, malformed ones included.
+            "question": pdx.Column(str, nullable=True),
+            "choices": pdx.Column(object, nullable=True),
             "answer": pdx.Column("Int64", nullable=True),
             "id": pdx.Column(str, nullable=False),
             "reason": pdx.Column(str, nullable=False),
