@@ -92,7 +92,7 @@ class LLMLabels(LabelSource):
             self.guideline,
             progress=self.progress,
             max_error_share=self.max_error_share,
-            on_chunk=estimate_hook(plan),  # type: ignore[arg-type]
+            on_chunk=estimate_hook(plan),
         )
         self.stats.append(run.stats)
         frame = run.table.to_pandas()

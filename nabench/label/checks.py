@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from nabench.core.console import duration, say
 from nabench.core.errors import NabenchError
-from nabench.llm import JsonResult
+from nabench.llm import ChunkHook, JsonResult
 
 # Requests a build may send to a model without being asked (about a minute of the 135M
 # local model on 2 CPUs); more than this needs `--labels llm` or `--yes`.
@@ -80,7 +80,7 @@ class LabelPlan:
             )
 
 
-def estimate_hook(plan: LabelPlan) -> object:
+def estimate_hook(plan: LabelPlan) -> ChunkHook:
     """A `run_cached` chunk hook that prints, once, the estimate measured on the first chunk."""
     done: list[bool] = []
 

@@ -18,6 +18,7 @@ import shutil
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from nabench.core.console import say
 from nabench.core.errors import NabenchError
@@ -45,56 +46,56 @@ class PreviousBuild:
         return f"{what or 'a build'} (nabench {self.nabench_version or '?'})"
 
 
-def _listed_files(manifest_path: Path) -> dict[str, object] | None:
+def _manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest of a nabench build at `path`, or None (absent, unreadable, foreign)."""
     try:
-        data = json.loads(manifest_path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or "nabench_version" not in data:
         return None
-    files = data.get("files")
-    return data if isinstance(files, dict) else None
+    return data if isinstance(data.get("files"), dict) else None
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def check_out(out: Path) -> PreviousBuild | None:
     """The build `out` holds (None if `out` is new or an empty folder); OutError otherwise."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise OutError(
-            f"--out {out} is a file, not a build folder; nothing was written "
+            f"--out {out} is a file or a link, not a build folder; nothing was written "
             "(choose a new folder, e.g. build/NAME)"
         )
     if not out.exists():
         return None
-    if out == Path.home().resolve() or out == Path(out.anchor):
-        raise OutError(f"--out {out} is your home or root folder; choose a new folder")
+    if out in (Path.home().resolve(), Path(out.anchor)):
+        raise OutError(f"--out {out} is your home or the root folder; choose a new folder")
     top = sorted(p.name for p in islice(out.iterdir(), 50))
     if not top:
         return None
-    manifest = _listed_files(out / MANIFEST)
+    manifest = _manifest(out / MANIFEST)
     if manifest is None:
         raise OutError(
             f"--out {out} holds files that are not a nabench build (no nabench {MANIFEST}; "
-            f"found {', '.join(top[:3])}{', ...' if len(top) > 3 else ''}); nothing was "
-            "replaced: choose a new or empty folder"
+            f"found {_shown(top)}); nothing was replaced: choose a new or empty folder"
         )
-    entries = [p for p in out.rglob("*") if not p.is_dir()]
-    listed = set(manifest["files"]) | {MANIFEST}  # type: ignore[arg-type]
-    extra = sorted(
-        p.relative_to(out).as_posix()
-        for p in entries
-        if p.relative_to(out).as_posix() not in listed
-    )
+    listed = {*manifest["files"], MANIFEST}
+    found = (p.relative_to(out).as_posix() for p in out.rglob("*") if not p.is_dir())
+    extra = sorted(rel for rel in found if rel not in listed)
     if extra:
         raise OutError(
             f"--out {out} is a nabench build but also holds {len(extra)} file(s) it did not "
-            f"write ({', '.join(extra[:3])}{', ...' if len(extra) > 3 else ''}); move them "
-            "away or choose another folder; nothing was replaced"
+            f"write ({_shown(extra)}); nothing was replaced: move them away or choose "
+            "another folder"
         )
-    recipe = manifest.get("recipe") if isinstance(manifest.get("recipe"), dict) else {}
+    recipe = manifest.get("recipe")
+    recipe = recipe if isinstance(recipe, dict) else {}
     return PreviousBuild(
         out,
-        str(recipe.get("name")) if recipe.get("name") else None,  # type: ignore[union-attr]
-        str(recipe.get("version")) if recipe.get("version") else None,  # type: ignore[union-attr]
+        str(recipe["name"]) if recipe.get("name") else None,
+        str(recipe["version"]) if recipe.get("version") else None,
         str(manifest.get("nabench_version")),
     )
 

@@ -54,8 +54,8 @@ def test_plan_gate_and_measured_estimate(capsys: pytest.CaptureFixture[str]) -> 
     plan.require_confirmation(confirmed=True)
     assert "to compute 900" in capsys.readouterr().err
     hook = estimate_hook(plan)
-    hook(16, 900, 8.0)  # type: ignore[operator]
-    hook(32, 900, 16.0)  # type: ignore[operator]
+    hook(16, 900, 8.0)
+    hook(32, 900, 16.0)
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "nabench: plan: measured 16 request(s) in 8.0 s: about 7 min for the remaining 884"
