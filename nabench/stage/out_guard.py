@@ -26,6 +26,9 @@ from nabench.core.errors import NabenchError
 __all__ = ["OutError", "OutLock", "PreviousBuild", "check_out", "remove_stale", "say"]
 
 MANIFEST = "build.json"
+# Folders a pipeline writes into its build after staging (derived from the staged tables and
+# rewritten by every run), by manifest `kind`: not user files.
+DERIVED_DIRS: dict[str, tuple[str, ...]] = {"selfknow": ("report/",)}
 
 
 class OutError(NabenchError):
@@ -83,7 +86,8 @@ def check_out(out: Path) -> PreviousBuild | None:
         )
     listed = {*manifest["files"], MANIFEST}
     found = (p.relative_to(out).as_posix() for p in out.rglob("*") if not p.is_dir())
-    extra = sorted(rel for rel in found if rel not in listed)
+    derived = DERIVED_DIRS.get(str(manifest.get("kind")), ())
+    extra = sorted(rel for rel in found if rel not in listed and not rel.startswith(derived))
     if extra:
         raise OutError(
             f"--out {out} is a nabench build but also holds {len(extra)} file(s) it did not "
