@@ -17,6 +17,7 @@ from nabench.schemas.tables import EXCLUDED_ARROW
 # Order matters: the first reason that applies is the primary `reason`.
 REASONS = (
     "excluded_subject",  # a recipe choice (`exclude_subjects`), so it comes before any defect
+    "missing_question",
     "not_four_choices",
     "empty_choice",
     "duplicate_choices",
@@ -61,6 +62,9 @@ def audit_items(
     phrases = {"has_none_option": tuple(na_texts), "has_all_option": tuple(all_texts)}
     option_flags = flag_options(flat, phrases)
     flags = {
+        # A null question or choice element is a malformed source row: quarantined, and
+        # never compared or perturbed (a null would otherwise fail the whole build).
+        "missing_question": as_bool_mask(pc.is_null(items.column("question"))),
         "not_four_choices": lengths != n_choices,
         "empty_choice": lists.per_row_any(empty),
         "duplicate_choices": lists.has_duplicates(normalise(flat, fold=False).fill_null("")),

@@ -12,7 +12,7 @@ from nabench.cli.evaluation import eval_cmd, report_cmd
 from nabench.cli.group import NabenchGroup
 from nabench.cli.llm import llm
 from nabench.cli.model_flags import ModelFlags, model_options, run_options
-from nabench.cli.publish import publish, publish_build
+from nabench.cli.publish import check_push_target, publish, publish_build
 from nabench.cli.selfknow import selfknow
 from nabench.core.version import __version__
 from nabench.evaluation import parse_answer
@@ -55,13 +55,18 @@ def list_cmd() -> None:
     type=click.IntRange(min=1),
     help="Use a seeded sample of N items per split, stratified by subject.",
 )
-@click.option("--seed", type=int, help="Override the recipe seed.")
+@click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Override the recipe seed.")
 @click.option(
     "--protocol",
     type=click.Choice(sorted(protocols())),
     help="A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench].",
 )
-@click.option("--labels", help="'none' (all eligible items) or a labels file [recipe's].")
+@click.option(
+    "--labels",
+    help="'none' (all eligible items), 'llm' (label with the recipe's model, however long "
+    "it takes) or a labels file [recipe's].",
+)
+@click.option("--yes", is_flag=True, help="Start a long model job without asking (see --labels).")
 @click.option(
     "--strict", is_flag=True, help="Fail on malformed source rows instead of quarantining."
 )
@@ -69,7 +74,9 @@ def list_cmd() -> None:
     "--cache", type=click.Path(path_type=Path), help="LLM response cache (labeling, sampling)."
 )
 @click.option("--push", is_flag=True, help="Publish the build (see `nabench publish`).")
-@click.option("--repo-id", help="Target repo for --push [recipe publish.repo_id].")
+@click.option(
+    "--repo-id", help="Target repo for --push [recipe's if yours, else TOKEN_OWNER/<recipe>]."
+)
 @click.option("--to", "push_to", help="--push target 'git:PATH' instead of the Hub.")
 @click.option("--dry-run", is_flag=True, help="With --push: print the publish plan only.")
 @click.option(
@@ -90,6 +97,7 @@ def build(
     seed: int | None,
     protocol: str | None,
     labels: str | None,
+    yes: bool,
     strict: bool,
     cache: Path | None,
     push: bool,
@@ -105,6 +113,8 @@ def build(
     """
 
     spec = load_recipe(recipe, overrides)
+    if push and not dry_run:
+        check_push_target(push_to)  # a missing token or network fails now, not after the build
     result = run_recipe(
         spec,
         BuildOptions(
@@ -119,6 +129,7 @@ def build(
             strict=strict,
             cache=cache,
             progress=not quiet,
+            yes=yes,
         ),
     )
     for config, per_split in result.counts.items():
@@ -132,7 +143,7 @@ def build(
     if push:
         publish_build(
             result.out,
-            repo_id or spec.publish.repo_id,
+            repo_id,
             dry_run=dry_run,
             to=push_to,
             private=spec.publish.private,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
+from huggingface_hub import HfApi
 
 from nabench.publish.git import plan_for_git, publish_to_git
 from nabench.publish.hub import push
@@ -16,6 +19,14 @@ from nabench.publish.plan import (
     parse_target,
     read_manifest,
 )
+from nabench.publish.preflight import hub_identity, resolve_repo_id
+
+
+def check_push_target(to: str | None) -> None:
+    """`build --push`: fail before building when the Hub push could not happen."""
+    kind, _ = parse_target(to) if to else ("hub", "")
+    if kind == "hub":
+        hub_identity(HfApi())
 
 
 def publish_build(
@@ -29,12 +40,14 @@ def publish_build(
     """Publish a staged build folder (what `nabench build ... --push` calls after building).
 
     `to` is None (the Hub) or `git:PATH`. With `dry_run`, prints the plan and returns it:
-    nothing is written and, for the Hub, no network call is made.
+    nothing is written and, for the Hub, no network call is made. The Hub repository is
+    --repo-id, else the recipe's if the token may write there, else the token owner's.
     """
     out_dir = Path(out_dir)
-    repo_id = repo_id or _recipe_repo_id(out_dir)
+    manifest = read_manifest(out_dir)
     kind, target = parse_target(to) if to else ("hub", "")
     if kind == "git":
+        repo_id = repo_id or _recipe_repo_id(manifest)
         if dry_run:
             plan = plan_for_git(out_dir, Path(target), repo_id, version=version)
             click.echo(plan.render())
@@ -44,20 +57,21 @@ def publish_build(
         click.echo(f"committed {result.commit} on {target}, tagged {result.tag}")
         return result.plan
     if dry_run:
+        name = (manifest.get("recipe") or {}).get("name") or out_dir.name
+        repo_id = repo_id or _recipe_repo_id(manifest, f"YOUR-NAMESPACE/{name}")
         plan = make_plan(out_dir, repo_id, version=version, remote=RemoteState(known=False))
         click.echo(plan.render())
         return plan
-
-    pushed = push(out_dir, repo_id, version=version, private=private)
+    api = HfApi()
+    repo_id = resolve_repo_id(repo_id, manifest, hub_identity(api))
+    pushed = push(out_dir, repo_id, version=version, private=private, api=api)
     click.echo(pushed.plan.render())
     click.echo(f"committed {pushed.commit} to {repo_id}, tagged {pushed.tag}")
     return pushed.plan
 
 
-def _recipe_repo_id(out_dir: Path) -> str:
-
-    manifest = read_manifest(out_dir)
-    repo_id = ((manifest.get("recipe") or {}).get("publish") or {}).get("repo_id")
+def _recipe_repo_id(manifest: Mapping[str, Any], default: str | None = None) -> str:
+    repo_id = ((manifest.get("recipe") or {}).get("publish") or {}).get("repo_id") or default
     if not repo_id:
         raise PublishError("no repository: the recipe has no publish.repo_id; pass --repo-id")
     return str(repo_id)
@@ -65,7 +79,11 @@ def _recipe_repo_id(out_dir: Path) -> str:
 
 @click.command("publish")
 @click.argument("directory", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--repo-id", help="ORG/NAME of the dataset repository [recipe's publish.repo_id].")
+@click.option(
+    "--repo-id",
+    help="ORG/NAME of the dataset repository [the recipe's publish.repo_id if the token may "
+    "write there, else TOKEN_OWNER/<recipe>].",
+)
 @click.option("--version", help="Release version X.Y.Z (tag vX.Y.Z) [recipe version].")
 @click.option("--private", is_flag=True, help="Create the Hub repository as private.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing, no network call.")

@@ -15,9 +15,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from nabench.label.files import read_labels
+from nabench.core.errors import NabenchError
+from nabench.label.checks import ConfirmationNeeded, LabelingFailed, LabelPlan, estimate_hook
+from nabench.label.files import check_coverage, read_labels
 from nabench.label.guideline import Guideline, load_guideline
-from nabench.label.labeler import LabelRun, label_items
+from nabench.label.labeler import LabelRun, label_items, label_plan
 from nabench.label.records import LABEL_ARROW, LabelRecord
 from nabench.llm import ResponseCache, make_engine
 from nabench.llm.options import default_cache_path, make_backend
@@ -32,6 +34,10 @@ class LabelSource(ABC):
 
     def info(self) -> dict[str, Any]:
         return {}
+
+    def describe(self) -> str:
+        """Where the labels come from, for error messages."""
+        return self.mode
 
 
 @dataclass
@@ -52,6 +58,9 @@ class FileLabels(LabelSource):
                 published[col] = published[col].map(lambda v: None if v is None else str(v))
         return self.frame, pa.Table.from_pandas(published, preserve_index=False)
 
+    def describe(self) -> str:
+        return f"labels file {self.path}"
+
     def info(self) -> dict[str, Any]:
         return {
             "path": str(self.path),
@@ -70,13 +79,28 @@ class LLMLabels(LabelSource):
     progress: bool = True
     mode: str = "llm"
     stats: list[dict[str, Any]] = field(default_factory=list)
+    confirmed: bool = False  # --labels llm / --yes: a long job may start
+    max_error_share: float = 0.0
 
     def labels_for(self, items: pa.Table) -> tuple[pd.DataFrame, pa.Table]:
-        run = label_items(items, self.backend, self.cache, self.guideline, progress=self.progress)
+        plan = label_plan(items, self.backend, self.cache, self.guideline)
+        plan.require_confirmation(self.confirmed)
+        run = label_items(
+            items,
+            self.backend,
+            self.cache,
+            self.guideline,
+            progress=self.progress,
+            max_error_share=self.max_error_share,
+            on_chunk=estimate_hook(plan),
+        )
         self.stats.append(run.stats)
         frame = run.table.to_pandas()
         frame["na_applicable"] = [None if pd.isna(v) else bool(v) for v in frame["na_applicable"]]
         return frame, run.table
+
+    def describe(self) -> str:
+        return f"{self.backend.name}:{self.backend.model_id}"
 
     def info(self) -> dict[str, Any]:
         return {
@@ -88,26 +112,59 @@ class LLMLabels(LabelSource):
         }
 
 
-def llm_label_source(spec: Any, cache_path: Path | None, progress: bool) -> LLMLabels:
+def llm_label_source(
+    spec: Any, cache_path: Path | None, progress: bool, confirmed: bool = False
+) -> LLMLabels:
     """The recipe's LLM labeler (`labels.llm`: backend, model, base_url, guideline, options)."""
 
     backend = make_backend(spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options)
     if spec.engine != "local" or spec.ray:
         backend.engine = make_engine(spec.engine, spec.ray)
     cache = ResponseCache(cache_path or default_cache_path())
-    return LLMLabels(backend, cache, load_guideline(spec.guideline), progress)
+    share = float(getattr(spec, "max_error_share", 0.0))
+    return LLMLabels(
+        backend,
+        cache,
+        load_guideline(spec.guideline),
+        progress,
+        confirmed=confirmed,
+        max_error_share=share,
+    )
+
+
+def resolve_label_source(
+    labels: Any, choice: str | None, cache: Path | None, progress: bool, confirmed: bool
+) -> LabelSource | None:
+    """Where a build's labels come from: `--labels` (none | llm | PATH) over the recipe's
+    `labels` section; `--labels llm` (or `confirmed`, from --yes) lets a long LLM job start."""
+    confirmed = confirmed or choice == "llm"  # asking for the model by name is the consent
+    if choice is None:
+        choice = {"llm": "llm", "file": labels.path}.get(labels.mode, "none")
+    if choice == "none":
+        return None
+    if choice == "llm":
+        if labels.llm is None:
+            raise NabenchError("--labels llm: the recipe has no labels.llm section")
+        return llm_label_source(labels.llm, cache, progress, confirmed=confirmed)
+    return FileLabels(Path(choice))
 
 
 __all__ = [
     "LABEL_ARROW",
+    "ConfirmationNeeded",
     "FileLabels",
     "Guideline",
     "LLMLabels",
+    "LabelPlan",
     "LabelRecord",
     "LabelRun",
     "LabelSource",
+    "LabelingFailed",
+    "check_coverage",
     "label_items",
+    "label_plan",
     "llm_label_source",
     "load_guideline",
     "read_labels",
+    "resolve_label_source",
 ]

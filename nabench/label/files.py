@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from nabench.core.errors import NabenchError
+from nabench.label.checks import LabelingFailed
 from nabench.schemas.columns import LabelColumns
 
 _TRUE = {"true", "1", "yes", "y", "t"}
@@ -96,3 +97,28 @@ def apply_labels(items: pa.Table, labels: pd.DataFrame) -> LabelSplit:
         flags={"missing_label": missing, "invalid_label": invalid, "not_na_applicable": not_app},
         candidates=items,
     )
+
+
+def check_coverage(result: LabelSplit, where: str, origin: str) -> None:
+    """Refuse labels that label nothing: no eligible id has a label, or every label is invalid.
+
+    Either would build a benchmark with every item quarantined; that is a mistake (a labels
+    file of another source or split, a model that never produced valid output), not data.
+    """
+    n = result.candidates.num_rows
+    if n == 0:
+        return
+    missing = int(result.flags["missing_label"].sum())
+    invalid = int(result.flags["invalid_label"].sum())
+    if missing == n:
+        first = result.candidates.column("id")[0].as_py()
+        raise LabelingFailed(
+            f"{origin}: none of the {n} eligible item(s) of {where} has a label (ids such as "
+            f"{first!r}); nothing was built: use labels made for this source, config and split"
+        )
+    if missing + invalid == n:
+        raise LabelingFailed(
+            f"{origin}: all {n - missing} label(s) of {where} are invalid (no output parsed); "
+            "nothing was built: check the labeler model and its raw output "
+            "(`nabench label ... --out labels.parquet`)"
+        )

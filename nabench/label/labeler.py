@@ -9,9 +9,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from nabench.label.checks import LabelPlan, check_transport
 from nabench.label.guideline import Guideline, format_item
 from nabench.label.records import LABEL_ARROW
-from nabench.llm import Backend, ChatRequest, ResponseCache, complete_json
+from nabench.llm import Backend, ChatRequest, ChunkHook, ResponseCache, complete_json, count_cached
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,25 @@ def label_requests(items: pa.Table, guideline: Guideline, max_tokens: int) -> li
     ]
 
 
+def _namespace(guideline: Guideline) -> str:
+    return f"guideline:{guideline.name}:{guideline.version}"
+
+
+def label_plan(
+    items: pa.Table,
+    backend: Backend,
+    cache: ResponseCache,
+    guideline: Guideline,
+    max_tokens: int = 128,
+) -> LabelPlan:
+    """What `label_items` would send to the model for `items` (nothing is sent)."""
+    requests = label_requests(items, guideline, max_tokens)
+    cached = count_cached(
+        backend, cache, requests, guideline.output_schema(), _namespace(guideline)
+    )
+    return LabelPlan(f"{backend.name}:{backend.model_id}", len(requests), cached)
+
+
 def label_items(
     items: pa.Table,
     backend: Backend,
@@ -43,8 +63,14 @@ def label_items(
     max_tokens: int = 128,
     chunk_size: int = 16,
     progress: bool = True,
+    max_error_share: float = 0.0,
+    on_chunk: ChunkHook | None = None,
 ) -> LabelRun:
-    """Label every item; invalid outputs become records with `valid=False`, never guesses."""
+    """Label every item; invalid outputs become records with `valid=False`, never guesses.
+
+    More than `max_error_share` of the requests without an answer (an outage) raises
+    `LabelingFailed` instead of returning a run of invalid labels.
+    """
     t0 = time.perf_counter()
     requests = label_requests(items, guideline, max_tokens)
     results, stats = complete_json(
@@ -53,10 +79,18 @@ def label_items(
         requests,
         guideline.output_schema(),
         max_attempts=max_attempts,
-        namespace=f"guideline:{guideline.name}:{guideline.version}",
+        namespace=_namespace(guideline),
         chunk_size=chunk_size,
         progress=progress,
         check=guideline.contradiction,
+        on_chunk=on_chunk,
+    )
+    check_transport(
+        results,
+        max_error_share,
+        f"{backend.name}:{backend.model_id}",
+        "check that the model server answers (labels.llm.base_url), or allow a share of "
+        "failures with labels.llm.max_error_share",
     )
     rows: dict[str, list[Any]] = {name: [] for name in LABEL_ARROW.names}
     for item_id, req, res in zip(items.column("id").to_pylist(), requests, results, strict=True):

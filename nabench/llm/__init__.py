@@ -9,13 +9,20 @@ from . import _local, _openai, _ray, _vllm  # noqa: F401  (register backends and
 from ._cache import ResponseCache, cache_key
 from ._convert import convert_gguf_to_hf
 from ._engine import ENGINES, Engine, LocalEngine, make_engine, register_engine
-from ._json import JsonBatch, JsonResult, complete_json, complete_json_batches, parse_json
+from ._json import (
+    JsonBatch,
+    JsonResult,
+    complete_json,
+    complete_json_batches,
+    count_cached,
+    parse_json,
+)
 from ._local import LocalBackend
 from ._models import SMOLLM2_ID, default_hf_dir, model_id_from_path, smollm2_gguf_path
 from ._openai import OpenAIBackend
 from ._ray import RayEngine, RaySettings, chat_payload
 from ._registry import BACKENDS, get_backend, register_backend
-from ._run import run_cached, write_json_atomic, write_stats
+from ._run import ChunkHook, run_cached, write_json_atomic, write_stats
 from ._server import free_port, llama_server_command, local_server, vllm_server
 from ._types import (
     Backend,
@@ -34,6 +41,7 @@ __all__ = [
     "SMOLLM2_ID",
     "Backend",
     "ChatRequest",
+    "ChunkHook",
     "Completion",
     "Engine",
     "JsonBatch",
@@ -53,6 +61,7 @@ __all__ = [
     "complete_json",
     "complete_json_batches",
     "convert_gguf_to_hf",
+    "count_cached",
     "default_hf_dir",
     "free_port",
     "get_backend",

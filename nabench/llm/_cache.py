@@ -27,6 +27,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from nabench.core.errors import NabenchError
+
 from ._types import ChatRequest, Completion, TokenLogprob, canonical_json
 
 _SCHEMA = """
@@ -48,17 +50,38 @@ def cache_key(model_id: str, request: ChatRequest, namespace: str = "") -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def cache_error(path: Path, exc: BaseException) -> NabenchError:
+    """One line for a cache that cannot be used: which file, what is wrong, what to do."""
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text or isinstance(exc, PermissionError):
+        why = "is read-only"
+    elif "not a database" in text or "malformed" in text or "no such column" in text:
+        why = "is not a nabench response cache (corrupt, or another file)"
+    elif "unable to open" in text or isinstance(exc, OSError):
+        why = "cannot be opened or created"
+    else:
+        why = f"cannot be used ({type(exc).__name__}: {exc})"
+    return NabenchError(
+        f"response cache {path} {why}: move it away, or pass --cache (or set NABENCH_CACHE) "
+        "to a writable file"
+    )
+
+
 class ResponseCache:
     """SQLite (WAL) store of successful completions, keyed by `cache_key`."""
 
     def __init__(self, path: str | Path, *, timeout_s: float = 60.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-        self._conn.execute(_SCHEMA)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+            self._conn.execute(_SCHEMA)
+            self._conn.execute("SELECT key FROM responses LIMIT 1").fetchall()
+        except (sqlite3.Error, OSError) as exc:
+            raise cache_error(self.path, exc) from None
 
     key = staticmethod(cache_key)
 
@@ -109,14 +132,17 @@ class ResponseCache:
         ]
         if not good:
             return 0
-        with self._conn:  # BEGIN ... COMMIT (ROLLBACK on exception)
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO responses "
-                "(key, model_id, request_json, text, finish_reason, logprobs_json, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                good,
-            )
+        try:
+            with self._conn:  # BEGIN ... COMMIT (ROLLBACK on exception)
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO responses "
+                    "(key, model_id, request_json, text, finish_reason, logprobs_json, created) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    good,
+                )
+        except sqlite3.Error as exc:
+            raise cache_error(self.path, exc) from None
         return len(good)
 
     def put_records(self, rows: Sequence[tuple[str, str, str, str, str | None, str | None]]) -> int:

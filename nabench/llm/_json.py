@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 
 from ._cache import ResponseCache
-from ._run import DEFAULT_CHUNK_SIZE, run_cached
+from ._run import DEFAULT_CHUNK_SIZE, ChunkHook, run_cached
 from ._types import Backend, ChatRequest, RunStats, schema_json
 
 RETRY_TEMPERATURE = 0.7
@@ -26,6 +26,8 @@ class JsonResult:
     attempts: int
     valid: bool
     error: str | None = None
+    # The request never got an answer (dead endpoint, HTTP 5xx): an outage, not bad output.
+    backend_error: bool = False
 
 
 def parse_json(text: str, validator: jsonschema.protocols.Validator) -> tuple[Any, str | None]:
@@ -58,6 +60,7 @@ def complete_json(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: bool = False,
     check: Callable[[Any], str | None] | None = None,
+    on_chunk: ChunkHook | None = None,
 ) -> tuple[list[JsonResult], RunStats]:
     """Ask for JSON valid under `schema`; retry invalid answers up to `max_attempts` times.
 
@@ -92,6 +95,7 @@ def complete_json(
             namespace=f"{namespace}|json-attempt={attempt}",
             chunk_size=chunk_size,
             progress=progress,
+            on_chunk=on_chunk if attempt == 1 else None,
         )
         stats.add(st)  # calls / cache_hits / errors count requests over all attempts
         if attempt > 1:
@@ -107,7 +111,12 @@ def complete_json(
                     err = check(value)
                     value = None if err else value
             res = JsonResult(
-                value=value, raw=comp.text, attempts=attempt, valid=err is None, error=err
+                value=value,
+                raw=comp.text,
+                attempts=attempt,
+                valid=err is None,
+                error=err,
+                backend_error=comp.error is not None,
             )
             if err is None:
                 results[i] = res
@@ -122,6 +131,21 @@ def complete_json(
     out = [r for r in results if r is not None]
     assert len(out) == len(requests)
     return out, stats
+
+
+def count_cached(
+    backend: Backend,
+    cache: ResponseCache,
+    requests: Sequence[ChatRequest],
+    schema: Mapping[str, Any] | str,
+    namespace: str = "",
+) -> int:
+    """How many of `requests` `complete_json` would answer from `cache` on its first attempt
+    (what a plan reports before a long model job starts)."""
+    schema_str = schema_json(schema)
+    ns = f"{namespace}|json-attempt=1"
+    keys = [cache.key(backend.model_id, attempt_request(r, schema_str, 1), ns) for r in requests]
+    return len(cache.get_many(keys))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,9 @@ from ._engine import Engine, LocalEngine
 from ._types import Backend, ChatRequest, Completion, RunStats
 
 DEFAULT_CHUNK_SIZE = 32
+# Called after each chunk with (requests done, requests to do, seconds so far): a caller
+# turns the first call into a measured estimate of the whole job.
+ChunkHook = Callable[[int, int, float], None]
 
 
 def run_cached(
@@ -29,6 +32,7 @@ def run_cached(
     progress: bool = True,
     sort_by_prefix: bool = True,
     engine: Engine | None = None,
+    on_chunk: ChunkHook | None = None,
 ) -> tuple[list[Completion], RunStats]:
     """Complete `requests`, reading and filling `cache`; results in input order.
 
@@ -58,7 +62,7 @@ def run_cached(
         miss_keys.sort(key=lambda k: requests[pending[k][0]].prefix_key())
     work = [(k, requests[pending[k][0]]) for k in miss_keys]
 
-    errors = 0
+    errors = done = 0
     bar = tqdm(
         total=len(miss_keys),
         disable=not progress or not miss_keys,
@@ -73,6 +77,9 @@ def run_cached(
                 for i in pending[k]:
                     results[i] = c
             bar.update(len(finished))
+            done += len(finished)
+            if on_chunk is not None:
+                on_chunk(done, len(miss_keys), time.perf_counter() - t0)
     finally:
         bar.close()
 

@@ -24,9 +24,9 @@ class NAKeyedLast(InsertsText):
         return perturbed_table(
             items,
             variant=self.kind,
-            choices=move_out_to_last(items.choices, answers, self.na_text),
+            choices=move_out_to_last(items.choices, answers, self.text),
             answer=lengths.astype("int64") - 1,
             replaced_index=answers,  # the gold option's former slot
-            na_text=self.na_text,
+            na_text=self.text,
             seed=seed,
         )

@@ -14,7 +14,7 @@ from nabench.audit.eligibility import Audit, audit_items, exclusion_counts, spli
 from nabench.audit.patterns import option_patterns
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.version import __version__
-from nabench.label import FileLabels, llm_label_source
+from nabench.label import check_coverage, resolve_label_source
 from nabench.label.files import apply_labels
 from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
 from nabench.perturb.na_keyed import phrasing_config
@@ -117,7 +117,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             check_strict(audit.excluded, options.strict)
             with clock("label"):
                 eligible, label_cols, label_excluded, published = _label(
-                    audit.eligible, label_source
+                    audit.eligible, label_source, split
                 )
             excluded = pa.concat_tables([audit.excluded, label_excluded])
             excluded_tables.append(excluded)
@@ -217,20 +217,13 @@ def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, see
 
 def _label_source(recipe: Recipe, options: BuildOptions) -> Any:
     """Where labels come from: --labels overrides the recipe's `labels` section."""
-
-    choice = options.labels
-    if choice is None:
-        if recipe.labels.mode == "llm":
-            return llm_label_source(recipe.labels.llm, options.cache, options.progress)
-        choice = recipe.labels.path if recipe.labels.mode == "file" else "none"
-    if choice == "none":
-        return None
-    assert choice is not None
-    return FileLabels(Path(choice))
+    return resolve_label_source(
+        recipe.labels, options.labels, options.cache, options.progress, options.yes
+    )
 
 
 def _label(
-    eligible: pa.Table, source: Any
+    eligible: pa.Table, source: Any, split: str
 ) -> tuple[pa.Table, LabelColumns | None, pa.Table, pa.Table | None]:
     """(kept items, their label columns, label quarantine, labels table to publish)."""
 
@@ -238,6 +231,7 @@ def _label(
         return eligible, None, split_by_flags(eligible.slice(0, 0), {}).excluded, None
     frame, published = source.labels_for(eligible)
     result = apply_labels(eligible, frame)
+    check_coverage(result, f"split {split}", source.describe())
     quarantine = split_by_flags(result.candidates, result.flags)
     return result.kept, result.labels, quarantine.excluded, published
 

@@ -15,7 +15,7 @@ from nabench.core.errors import NabenchError
 from nabench.schemas.protocol import Protocol, get_protocol
 
 # Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
-DATA_DEFECTS = ("empty_choice", "duplicate_choices")
+DATA_DEFECTS = ("missing_question", "empty_choice", "duplicate_choices")
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,11 @@ class BuildOptions:
     sample: int | None = None  # a seeded sample of N items stratified by subject
     protocol: str | None = None  # a preset of nabench.schemas.protocol (None: nabench's own)
     seed: int | None = None
-    labels: str | None = None  # "none", a path, or None for the recipe's setting
+    labels: str | None = None  # "none", "llm", a path, or None for the recipe's setting
     cache: Path | None = None  # LLM response cache (labeling); default ~/.cache/nabench
     strict: bool = False
     progress: bool = True
+    yes: bool = False  # a long model job (labeling) may start without --labels llm
 
 
 @dataclass(frozen=True)

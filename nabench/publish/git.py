@@ -124,7 +124,21 @@ def plan_for_git(
 ) -> PublishPlan:
     """The plan against the repository's current state (reads only; creates nothing)."""
     state = remote_state(path) if path.exists() else RemoteState()
-    return make_plan(staged, repo_id, version=version, remote=state)
+    plan = make_plan(staged, repo_id, version=version, remote=state)
+    check_tag_name(plan.tag)
+    return plan
+
+
+def check_tag_name(tag: str) -> None:
+    """Refuse a tag git would refuse, before anything is committed (`git check-ref-format`)."""
+    proc = subprocess.run(
+        ["git", "check-ref-format", f"refs/tags/{tag}"], capture_output=True, check=False
+    )
+    if proc.returncode != 0:
+        raise PublishError(
+            f"tag {tag!r} is not a valid git tag name (git check-ref-format); nothing was "
+            "committed: choose another --version (no '.lock' suffix, '..', spaces or ~^:?*[)"
+        )
 
 
 def _check_clean(repo: Path) -> None:
@@ -144,6 +158,7 @@ def publish_to_git(
     branch = _branch(repo)
     state = remote_state(repo)
     plan = make_plan(staged, repo_id, version=version, remote=state)
+    check_tag_name(plan.tag)
     kept = [p for p in state.files if p not in plan.tree and p not in plan.deletes]
 
     with tempfile.TemporaryDirectory(prefix="nabench-index-") as tmp:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from nabench.publish.plan import MANIFEST, README, PublishError, PublishPlan, RemoteState, make_plan
+from nabench.publish.preflight import hub_error
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
@@ -72,17 +73,35 @@ def push(
     """Publish `staged` as release `v<version>` of the dataset repository `repo_id`.
 
     Refuses (PublishError) when the tag exists or the branch head moves during the push;
-    a published tag is never moved or overwritten.
+    a published tag is never moved or overwritten. Any other Hub failure (HTTP status,
+    network) is one PublishError line naming the step and the fix.
     """
+    import httpx2
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
     api = api if api is not None else HfApi()
-    api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True, private=private)
-    state = remote_state(api, repo_id)
-    plan = make_plan(staged, repo_id, version=version, remote=state)
+    endpoint = str(getattr(api, "endpoint", "the Hub"))
+    step = f"creating {repo_id}"
     try:
-        info = api.create_commit(
+        api.create_repo(repo_id, repo_type=REPO_TYPE, exist_ok=True, private=private)
+        step = f"reading the state of {repo_id}"
+        state = remote_state(api, repo_id)
+        plan = make_plan(staged, repo_id, version=version, remote=state)
+        step = f"committing to {repo_id}"
+        info = _commit(api, repo_id, plan)
+        step = f"tagging {info.oid} as {plan.tag} on {repo_id}"
+        _tag(api, repo_id, plan, info.oid)
+    except (HfHubHTTPError, httpx2.TransportError, OSError) as exc:
+        raise hub_error(exc, endpoint, step) from None
+    return PushResult(repo_id, plan.tag, info.oid, str(info.commit_url), plan)
+
+
+def _commit(api: Any, repo_id: str, plan: PublishPlan) -> Any:
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        return api.create_commit(
             repo_id,
             operations=plan.operations(),
             commit_message=plan.commit_message,
@@ -97,22 +116,27 @@ def push(
                 f"{repo_id}: the head of {BRANCH} moved since {plan.parent_commit} "
                 f"(someone else committed); nothing was published, re-run to plan again"
             ) from None
-        raise PublishError(f"{repo_id}: commit failed (HTTP {_status(exc)})") from None
+        raise
+
+
+def _tag(api: Any, repo_id: str, plan: PublishPlan, oid: str) -> None:
+    from huggingface_hub.errors import HfHubHTTPError
+
     try:
         api.create_tag(
             repo_id,
             tag=plan.tag,
             tag_message=plan.commit_message,
-            revision=info.oid,
+            revision=oid,
             repo_type=REPO_TYPE,
         )
     except HfHubHTTPError as exc:
         if _status(exc) == 409:
             raise PublishError(
                 f"{repo_id}: tag {plan.tag} was created by someone else meanwhile; commit "
-                f"{info.oid} is on {BRANCH} but untagged"
+                f"{oid} is on {BRANCH} but untagged"
             ) from None
         raise PublishError(
-            f"{repo_id}: tagging {info.oid} as {plan.tag} failed (HTTP {_status(exc)})"
+            f"{repo_id}: tagging {oid} as {plan.tag} failed (HTTP {_status(exc)}); the commit "
+            f"is on {BRANCH} untagged: tag it with `hf repo tag create` or re-run"
         ) from None
-    return PushResult(repo_id, plan.tag, info.oid, str(info.commit_url), plan)

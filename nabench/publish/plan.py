@@ -18,6 +18,7 @@ from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.errors import NabenchError
 from nabench.core.version import release_version
 from nabench.stage.cards import finalize_card
+from nabench.validate import validate_path
 
 MANIFEST = "build.json"
 README = "README.md"
@@ -155,6 +156,32 @@ def staged_files(staged: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
     return found
 
 
+# Configs that hold no benchmark rows of their own.
+_SIDE_CONFIGS = frozenset({"excluded", "labels"})
+
+
+def check_publishable(staged: Path, manifest: Mapping[str, Any]) -> None:
+    """A release holds rows and passes `nabench validate`; anything else is refused."""
+    counts = manifest.get("counts") or {}
+    rows = sum(
+        int(n)
+        for config, per in counts.items()
+        if config not in _SIDE_CONFIGS and isinstance(per, Mapping)
+        for n in per.values()
+    )
+    if rows == 0:
+        raise PublishError(
+            f"{staged}: the build holds no benchmark rows (every item excluded?); nothing "
+            "was published: check its labels and source, then rebuild"
+        )
+    report = validate_path(staged)
+    if report.violations:
+        raise PublishError(
+            f"{staged}: fails validation ({len(report.violations)} violation(s), first: "
+            f"{report.violations[0]}); nothing was published: run `nabench validate {staged}`"
+        )
+
+
 def make_plan(
     staged: Path,
     repo_id: str,
@@ -168,6 +195,7 @@ def make_plan(
     remote = remote or RemoteState()
     manifest = read_manifest(staged)
     files = staged_files(staged, manifest)
+    check_publishable(staged, manifest)
     version = resolve_version(manifest, version)
     tag = f"v{version}"
     if tag in remote.tags:

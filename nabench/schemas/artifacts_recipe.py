@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from nabench.schemas.recipe import PublishSpec, SemVer, SourceSpec, _Spec
+from nabench.schemas.recipe import PublishSpec, Seed, SemVer, SourceSpec, _Spec
 
 ArtifactPromptType = Literal[
     "full",
@@ -54,7 +54,7 @@ class ArtifactsRecipe(_Spec):
     description: str = ""
     kind: Literal["artifacts"]
     source: SourceSpec
-    seed: int = 0
+    seed: Seed = 0
     fewshot: FewShotSpec
     prompt_types: list[ArtifactPromptType] = Field(
         default_factory=lambda: list(ALL_PROMPT_TYPES), min_length=1

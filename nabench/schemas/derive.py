@@ -65,6 +65,7 @@ class FieldType:
     base: type
     nullable: bool
     values: tuple[str, ...] | None = None  # a Literal's allowed values
+    null_elements: bool = False  # list[str | None]: a list may hold nulls (malformed source)
 
 
 def field_type(annotation: Any) -> FieldType:
@@ -84,9 +85,10 @@ def field_type(annotation: Any) -> FieldType:
         return FieldType(str, nullable, tuple(values))
     if origin is list:
         (inner,) = get_args(annotation)
-        if inner is not str:
+        null_elements = inner == (str | None)
+        if inner is not str and not null_elements:
             raise TypeError(f"only list[str] is a list column: {annotation!r}")
-        return FieldType(list, nullable)
+        return FieldType(list, nullable, null_elements=null_elements)
     if annotation not in _ARROW:
         raise TypeError(f"no column type for {annotation!r}")
     return FieldType(annotation, nullable)
@@ -112,14 +114,15 @@ def _min_len(info: FieldInfo) -> int:
     return max([m.min_length for m in info.metadata if isinstance(m, at.MinLen)], default=0)
 
 
-def is_str_list(min_length: int = 0) -> Callable[[object], bool]:
-    """A list (or numpy array, as Arrow lists arrive in pandas) of at least `min_length` strings."""
+def is_str_list(min_length: int = 0, null_elements: bool = False) -> Callable[[object], bool]:
+    """A list (or numpy array, as Arrow lists arrive in pandas) of at least `min_length` strings
+    (or nulls, with `null_elements`)."""
 
     def check(values: object) -> bool:
         return (
             isinstance(values, list | tuple | np.ndarray)
             and len(values) >= min_length
-            and all(isinstance(v, str) for v in values)
+            and all(isinstance(v, str) or (null_elements and v is None) for v in values)
         )
 
     return check
@@ -131,7 +134,7 @@ def _checks(info: FieldInfo, ft: FieldType) -> list[pdx.Check]:
     out: list[pdx.Check] = []
     if ft.base is list:
         n = _min_len(info)
-        check = is_str_list(n)
+        check = is_str_list(n, ft.null_elements)
         return [pdx.Check(check, element_wise=True, name="str_list", error=f">= {n} strings")]
     if ft.values is not None:
         out.append(pdx.Check.isin(list(ft.values)))

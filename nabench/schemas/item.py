@@ -72,13 +72,14 @@ class PerturbedItem(Item):
 class ExcludedItem(RowModel):
     """A source item that could not be perturbed, with the reason (never silently dropped).
 
-    The item is kept as the source has it, so `answer` may be missing and ids may repeat."""
+    The item is kept as the source has it (malformed rows included), so `question`,
+    `choices` and `answer` may be missing and ids may repeat."""
 
     id: ItemId
     source: str
     subject: str | None = None
-    question: str
-    choices: list[str]
+    question: str | None
+    choices: list[str | None] | None  # null elements: quarantined as empty_choice
     answer: int | None
     reason: str = Field(description="Primary reason code (first that applies).")
     reasons: list[str] = Field(description="Every reason code that applies.")

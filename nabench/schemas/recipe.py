@@ -22,6 +22,9 @@ def _check_semver(value: str) -> str:
 
 
 SemVer = Annotated[str, AfterValidator(_check_semver)]
+# Seeds are stored in int64 columns (`seed`); a larger one would overflow at write time.
+INT64_MAX = 2**63 - 1
+Seed = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
 
 
 class _Spec(BaseModel):
@@ -83,6 +86,13 @@ class LLMLabelerSpec(_Spec):
     options: dict[str, Any] = Field(default_factory=dict)
     engine: str = "local"  # local | ray (nabench.llm.ENGINES)
     ray: dict[str, Any] = Field(default_factory=dict)  # RaySettings, for engine: ray
+    max_error_share: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of requests that may get no answer (dead endpoint, HTTP 5xx) "
+        "before the build fails; a model's invalid output does not count.",
+    )
 
 
 class LabelsSpec(_Spec):
@@ -112,7 +122,7 @@ class Recipe(_Spec):
     description: str = ""
     kind: Literal["na"] = "na"
     source: SourceSpec
-    seed: int = 0
+    seed: Seed = 0
     exclude_subjects: list[str] = Field(
         default_factory=list,
         description="Subjects left out of every config (quarantined as `excluded_subject`).",

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from nabench.llm.options import backend_kwargs
-from nabench.schemas.recipe import SemVer
+from nabench.schemas.recipe import Seed, SemVer
 from nabench.selfknow.prompts import Style
 
 
@@ -130,7 +130,7 @@ class SelfKnowRecipe(_Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     version: SemVer
     description: str = ""
-    seed: int = 0
+    seed: Seed = 0
     generator: GeneratorSpec = Field(default_factory=GeneratorSpec)
     classifier: ClassifierSpec = Field(default_factory=ClassifierSpec)
     publish: SelfKnowPublishSpec = Field(default_factory=SelfKnowPublishSpec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,9 +29,28 @@ class LoadedSplit:
     files: dict[str, str] = field(default_factory=dict)
 
 
-def item_table(columns: dict[str, list[Any]]) -> pa.Table:
-    """Build a canonical item table from Python columns (types enforced by the schema)."""
-    return pa.Table.from_pydict(columns, schema=ITEM_ARROW)
+def item_table(columns: dict[str, Any], origin: str = "source") -> pa.Table:
+    """Build a canonical item table from Python columns (types enforced by the schema).
+
+    A column of the wrong type (numbers where text belongs, text where the answer index
+    belongs) is a one-line SourceError naming the column, not an Arrow traceback.
+    """
+    arrays = {}
+    for field_ in ITEM_ARROW:
+        value = columns[field_.name]
+        try:
+            arrays[field_.name] = (
+                pa.array(value, type=field_.type)
+                if isinstance(value, list)
+                else value.cast(field_.type)
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            found = getattr(value, "type", None)
+            raise SourceError(
+                f"{origin}: column for {field_.name!r} has type {found or 'unknown'}, "
+                f"expected {field_.type} ({str(exc).splitlines()[0][:120]})"
+            ) from None
+    return pa.Table.from_pydict(arrays, schema=ITEM_ARROW)
 
 
 def _sha256(path: Path) -> str:
@@ -100,13 +119,59 @@ def read_split(
     return ds.data.table.combine_chunks(), origin, fingerprint, files
 
 
-def require_columns(table: pa.Table, needed: Sequence[str], origin: str) -> None:
-    missing = [c for c in needed if c not in table.column_names]
-    if missing:
-        raise SourceError(
-            f"{origin}: missing column(s) {', '.join(map(repr, missing))} "
-            f"(found: {', '.join(table.column_names)})"
-        )
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _is_text_list(t: pa.DataType) -> bool:
+    is_list = pa.types.is_list(t) or pa.types.is_large_list(t)
+    return bool(is_list and (_is_text(t.value_type) or pa.types.is_null(t.value_type)))
+
+
+# Column kinds a source may require: name -> (test of the Arrow type, what it should be).
+COLUMN_KINDS: dict[str, tuple[Callable[[pa.DataType], bool], str]] = {
+    "text": (_is_text, "text"),
+    "int": (lambda t: bool(pa.types.is_integer(t)), "an integer"),
+    "text_list": (_is_text_list, "a list of text"),
+}
+
+
+def require_columns(
+    table: pa.Table,
+    needed: Sequence[str],
+    origin: str,
+    kinds: Mapping[str, str] | None = None,
+) -> None:
+    """Every column a source maps must be there and hold data.
+
+    `datasets` fills a column the card's `dataset_info` declares but the data files lack
+    with nulls, so an entirely null column counts as missing: building from it would give
+    rows without a question (or subject) and report no violation.
+    """
+    absent = [c for c in needed if c not in table.column_names]
+    empty = [
+        c
+        for c in needed
+        if c in table.column_names
+        and table.num_rows > 0
+        and table.column(c).null_count == table.num_rows
+    ]
+    if absent or empty:
+        parts = []
+        if absent:
+            parts.append(f"missing column(s) {', '.join(map(repr, absent))}")
+        if empty:
+            parts.append(
+                f"column(s) {', '.join(map(repr, empty))} missing from the data files "
+                "(entirely null)"
+            )
+        present = [c for c in table.column_names if c not in empty]
+        raise SourceError(f"{origin}: {'; '.join(parts)} (found: {', '.join(present)})")
+    for name, kind in (kinds or {}).items():
+        test, wanted = COLUMN_KINDS[kind]
+        found = table.schema.field(name).type
+        if not test(found):
+            raise SourceError(f"{origin}: column {name!r} should be {wanted}, found {found}")
 
 
 class Source(ABC):

@@ -51,5 +51,6 @@ class ARCChallenge(Source):
                 "question": raw.column("question").to_pylist(),
                 "choices": choices,
                 "answer": answers,
-            }
+            },
+            origin,
         )

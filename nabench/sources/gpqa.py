@@ -61,5 +61,6 @@ class GPQA(Source):
                 "question": raw.column("Question").to_pylist(),
                 "choices": choices,
                 "answer": answers,
-            }
+            },
+            origin,
         )

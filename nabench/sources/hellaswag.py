@@ -57,5 +57,6 @@ class HellaSwag(Source):
                 "question": raw.column("ctx").to_pylist(),
                 "choices": choices,
                 "answer": answers,
-            }
+            },
+            origin,
         )

@@ -26,7 +26,12 @@ class MMLU(Source):
     def to_items(
         self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
     ) -> pa.Table:
-        require_columns(raw, ("question", "subject", "choices", "answer"), origin)
+        require_columns(
+            raw,
+            ("question", "subject", "choices", "answer"),
+            origin,
+            {"question": "text", "subject": "text", "choices": "text_list", "answer": "int"},
+        )
         n = raw.num_rows
         ids = [f"mmlu/{config}/{split}/{i:05d}" for i in range(n)]
         choices = raw.column("choices").combine_chunks()
@@ -40,5 +45,6 @@ class MMLU(Source):
                 "question": raw.column("question"),
                 "choices": choices,
                 "answer": answers,
-            }
+            },
+            origin,
         )

@@ -23,8 +23,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
+from nabench.core.redact import redact, scrub
 from nabench.core.version import __version__
 from nabench.schemas.tables import features_for
+from nabench.stage.out_guard import OutLock, check_out, remove_stale, say
 
 MANIFEST = "build.json"
 
@@ -112,9 +114,21 @@ class StagingArea:
     def __init__(self, out: Path, workers: int | None = None) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        self.out = out.resolve()
+        self.out = Path(out).expanduser().absolute()
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
+        self.out = self.out.parent.resolve() / self.out.name
+        # One build per target at a time; then refuse to replace anything a build did not
+        # write, before a byte is written. Temp folders a killed build left are collected.
+        self._lock = OutLock(self.out)
+        self._lock.acquire()
+        try:
+            self.previous = check_out(self.out)
+            for stale in remove_stale(self.out):
+                say(f"removed {stale.name}, left behind by an interrupted build of {self.out}")
+            self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
+        except BaseException:
+            self._lock.release()
+            raise
         self.root.chmod(0o755)  # mkdtemp makes 0700; a published tree is world-readable
         self.tables: list[StagedTable] = []
         self._pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
@@ -128,8 +142,11 @@ class StagingArea:
         for future in self._writes:
             future.cancel()
         self._pool.shutdown(wait=True)
-        if not self._committed:
-            shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            if not self._committed:
+                shutil.rmtree(self.root, ignore_errors=True)
+        finally:
+            self._lock.release()
 
     def add(self, st: StagedTable) -> None:
         if any(t.relpath == st.relpath for t in self.tables):
@@ -146,10 +163,13 @@ class StagingArea:
     ) -> dict[str, str]:
         """Finish the tree and swap it into place; returns {relative path: sha256}."""
         configs, infos = hub_metadata(self.tables)
-        readme = unsealed(render_readme(configs, infos))  # while the writers finish
+        # Credentials (key-like options, `user:key@` URLs) never reach a written file: masked
+        # in the manifest, and any value masked there is scrubbed from the card too.
+        clean = redact(dict(manifest))
+        readme = unsealed(scrub(render_readme(configs, infos), clean.secrets))
         hashes = dict(future.result() for future in self._writes)
         hashes["README.md"] = card_sha256(readme.encode("utf-8"))
-        full_manifest = {**manifest, "files": dict(sorted(hashes.items()))}
+        full_manifest = {**clean.value, "files": dict(sorted(hashes.items()))}
         raw_manifest = (
             json.dumps(full_manifest, indent=2, sort_keys=False, default=str) + "\n"
         ).encode("utf-8")
@@ -158,6 +178,8 @@ class StagingArea:
         (self.root / "README.md").write_bytes(seal_card(readme, raw_manifest).encode("utf-8"))
         swap_into_place(self.root, self.out)
         self._committed = True
+        if self.previous is not None:
+            say(f"replaced the previous build in {self.out}: {self.previous.describe()}")
         return hashes
 
 

@@ -72,7 +72,7 @@ def test_shipped_recipe_parses_and_dispatches() -> None:
 @pytest.mark.parametrize(
     ("patch", "message"),
     [
-        ({"version": "1.0"}, "semver"),
+        ({"version": "1.0"}, "not semantic"),
         ({"surprise": 1}, "surprise"),
         ({"generator": {"styles": ["vanilla", "vanilla"]}}, "repeat"),
         ({"generator": {"styles": ["loud"]}}, "styles"),

@@ -1,0 +1,226 @@
+"""Bad inputs fail before anything is written: one error line, a non-zero exit, and the
+previous build byte for byte as it was (issue 08, "Inputs checked before anything is
+written")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from safety_helpers import (
+    build_args,
+    copy_source,
+    hidden,
+    http_server,
+    llm_recipe,
+    nabench,
+    tree_bytes,
+    write_recipe,
+)
+
+from nabench.llm import free_port
+
+
+@pytest.fixture(scope="module")
+def previous_build(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> Path:
+    out = tmp_path_factory.mktemp("previous") / "build"
+    run = nabench(*build_args(mmlu_dir, out, "--labels", "none"), "mmlu-na")
+    assert run.code == 0, run.stderr
+    return out
+
+
+@pytest.fixture
+def out(previous_build: Path, tmp_path: Path) -> Path:
+    """A copy of a finished build: what each bad run must leave exactly as it is."""
+    target = tmp_path / "out"
+    shutil.copytree(previous_build, target)
+    return target
+
+
+def _refused(run_args: tuple[str, ...], out: Path, expect: str) -> str:
+    before = tree_bytes(out)
+    run = nabench(*run_args)
+    assert run.code != 0, run.stdout
+    assert len(run.errors) == 1, run.stderr
+    assert expect in run.errors[0], run.errors[0]
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+    assert tree_bytes(out) == before
+    assert hidden(out.parent) == []  # no temp folder, no lock left
+    return run.errors[0]
+
+
+def test_source_without_question_column_is_one_line_naming_it(
+    mmlu_dir: Path, tmp_path: Path, out: Path
+) -> None:
+    # The card still declares `question`, so `datasets` would null-fill it (13,369 rows with
+    # a null question and "violations: 0" before this check).
+    source = copy_source(mmlu_dir, tmp_path / "noq", lambda t: t.drop_columns(["question"]))
+    line = _refused(
+        ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"), out, "'question'"
+    )
+    assert str(source) in line
+
+
+def test_source_with_choices_of_wrong_type_names_the_column(
+    mmlu_dir: Path, tmp_path: Path, out: Path
+) -> None:
+    def numbers(table: pa.Table) -> pa.Table:
+        idx = table.schema.get_field_index("choices")
+        return table.set_column(idx, "choices", pa.array(range(table.num_rows), pa.int64()))
+
+    source = tmp_path / "typed"
+    (source / "all").mkdir(parents=True)
+    for path in sorted((mmlu_dir / "all").glob("*.parquet")):  # no card: the files' own types
+        pq.write_table(numbers(pq.read_table(path)), source / "all" / path.name)
+    _refused(
+        (
+            "build",
+            *build_args(source / "all" / "test-00000-of-00001.parquet", out)[1:],
+            "--labels",
+            "none",
+            "mmlu-na",
+        ),
+        out,
+        "'choices'",
+    )
+
+
+def test_null_question_and_null_choice_are_quarantined_not_built(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    def holes(table: pa.Table) -> pa.Table:
+        questions = table.column("question").to_pylist()
+        choices = table.column("choices").to_pylist()
+        questions[1] = None
+        choices[2] = [choices[2][0], None, *choices[2][2:]]
+        table = table.set_column(0, "question", pa.array(questions, pa.string()))
+        idx = table.schema.get_field_index("choices")
+        return table.set_column(idx, "choices", pa.array(choices, table.schema.field(idx).type))
+
+    source = copy_source(mmlu_dir, tmp_path / "holes", holes)
+    out = tmp_path / "b"
+    run = nabench(*build_args(source, out, "--labels", "none"), "mmlu-na")
+    assert run.code == 0, run.stderr
+    excluded = pq.read_table(out / "excluded" / "test-00000-of-00001.parquet").to_pylist()
+    reasons = {r["id"]: r["reason"] for r in excluded}
+    assert reasons["mmlu/all/test/00001"] == "missing_question"
+    assert reasons["mmlu/all/test/00002"] == "empty_choice"
+    for config in ("original", "na_keyed"):
+        ids = pq.read_table(out / config / "test-00000-of-00001.parquet").column("id")
+        assert not {"mmlu/all/test/00001", "mmlu/all/test/00002"} & set(ids.to_pylist())
+    assert nabench("validate", str(out)).code == 0
+
+
+def test_labels_matching_no_id_refuse(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,na_applicable\narc_challenge/test/Mercury_1,true\n")
+    _refused(
+        ("build", *build_args(mmlu_dir, out, "--labels", str(labels))[1:], "mmlu-na"),
+        out,
+        "none of the 12 eligible item(s)",
+    )
+
+
+def test_dead_endpoint_fails_the_build(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
+    port = free_port()  # nothing listens there
+    recipe = write_recipe(tmp_path / "r.yaml", llm_recipe(f"http://127.0.0.1:{port}/v1"))
+    cache = tmp_path / "cache.sqlite"
+    line = _refused(
+        ("build", *build_args(mmlu_dir, out, "--cache", str(cache))[1:], str(recipe)),
+        out,
+        "12 of 12 request(s) got no answer",
+    )
+    assert "Connection" in line
+
+
+def _completion(content: str) -> dict[str, object]:
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "tiny",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+
+
+def test_http_500_fails_the_build(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
+    with http_server(lambda method, path, body: (500, {"error": {"message": "boom"}})) as url:
+        recipe = write_recipe(tmp_path / "r.yaml", llm_recipe(f"{url}/v1"))
+        line = _refused(
+            (
+                "build",
+                *build_args(mmlu_dir, out, "--cache", str(tmp_path / "c.sqlite"))[1:],
+                str(recipe),
+            ),
+            out,
+            "got no answer",
+        )
+    assert "500" in line
+
+
+def test_garbage_answers_refuse_instead_of_an_empty_build(
+    mmlu_dir: Path, tmp_path: Path, out: Path
+) -> None:
+    def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, object]]:
+        if path.endswith("/models"):
+            return 200, {
+                "object": "list",
+                "data": [{"id": "tiny", "object": "model", "owned_by": "me"}],
+            }
+        return 200, _completion("<<garbage, not JSON>>")
+
+    with http_server(answer) as url:
+        recipe = write_recipe(tmp_path / "r.yaml", llm_recipe(f"{url}/v1"))
+        _refused(
+            (
+                "build",
+                *build_args(mmlu_dir, out, "--cache", str(tmp_path / "c.sqlite"))[1:],
+                str(recipe),
+            ),
+            out,
+            "all 12 label(s) of split test are invalid",
+        )
+
+
+def test_some_transport_errors_are_allowed_by_max_error_share(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    good = json.dumps({"na_applicable": True, "rule": "none", "rationale": "ok"})
+
+    def answer(method: str, path: str, body: bytes) -> tuple[int, dict[str, object]]:
+        if path.endswith("/models"):
+            return 200, {
+                "object": "list",
+                "data": [{"id": "tiny", "object": "model", "owned_by": "me"}],
+            }
+        if b"sqrt(18)" in body:  # the question of item 00000: fails on every attempt
+            return 500, {"error": {"message": "boom"}}
+        return 200, _completion(good)
+
+    with http_server(answer) as url:
+        recipe = write_recipe(
+            tmp_path / "r.yaml",
+            llm_recipe(f"{url}/v1").replace(
+                "concurrency: 2", "concurrency: 2\n    max_error_share: 0.5"
+            ),
+        )
+        out = tmp_path / "b"
+        run = nabench(
+            *build_args(mmlu_dir, out, "--cache", str(tmp_path / "c.sqlite")), str(recipe)
+        )
+    assert run.code == 0, run.stderr
+    manifest = json.loads((out / "build.json").read_text())
+    assert manifest["labels"]["mode"] == "llm"
+    assert 0 < manifest["counts"]["na_keyed"]["test"] < 12
+    excluded = pq.read_table(out / "excluded" / "test-00000-of-00001.parquet").to_pylist()
+    assert {r["id"]: r["reason"] for r in excluded}["mmlu/all/test/00000"] == "invalid_label"

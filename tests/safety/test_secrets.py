@@ -1,0 +1,112 @@
+"""Keys and URL credentials in a recipe never reach a written file (issue 08, "Secrets never
+stored"): every byte of the build is searched for them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from safety_helpers import build_args, nabench, write_recipe
+
+from nabench.core.redact import MASK, redact, scrub
+from nabench.llm import local_server
+
+API_KEY = "sk-live-7f3a9c1e5b2d4f60a8e1"
+URL_KEY = "sk-url-4c2e8a0b6d1f3e5a"
+HF_TOKEN = "hf_qwertyuiopASDFGHJKL123456"
+PASSWORD = "pw-correct-horse-battery"
+SECRETS = (API_KEY, URL_KEY, HF_TOKEN, PASSWORD)
+
+
+def _recipe(base_url: str) -> str:
+    return f"""\
+name: secret-na
+version: 1.0.0
+kind: na
+source: {{dataset: mmlu, splits: [test]}}
+variants:
+  - kind: original
+  - kind: na_keyed
+labels:
+  mode: llm
+  llm:
+    backend: openai
+    base_url: "{base_url}"
+    options:
+      api_key: {API_KEY}
+      max_retries: 0
+      timeout_s: 120
+publish:
+  repo_id: "https://bob:{PASSWORD}@hub.example/datasets/x"
+"""
+
+
+def _assert_no_secret(out: Path) -> None:
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        for secret in (*SECRETS, "bob:"):
+            assert secret.encode() not in data, f"{secret} in {path}"
+
+
+def test_recipe_secrets_are_redacted_in_every_written_file(mmlu_dir: Path, tmp_path: Path) -> None:
+    recipe = write_recipe(
+        tmp_path / "r.yaml",
+        _recipe(f"https://alice:{URL_KEY}@llm.example/v1").replace(
+            "      max_retries: 0\n", f"      max_retries: 0\n      hf_token: {HF_TOKEN}\n"
+        ),
+    )
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "id,na_applicable,model\n" + "".join(f"mmlu/all/test/{i:05d},true,m\n" for i in range(12))
+    )
+    out = tmp_path / "b"
+    run = nabench(*build_args(mmlu_dir, out, "--labels", str(labels)), str(recipe))
+    assert run.code == 0, run.stderr
+    _assert_no_secret(out)
+    for secret in SECRETS:
+        assert secret not in run.stdout + run.stderr
+    llm = json.loads((out / "build.json").read_text())["recipe"]["labels"]["llm"]
+    assert llm["options"] == {"api_key": MASK, "max_retries": 0, "timeout_s": 120, "hf_token": MASK}
+    assert llm["base_url"] == f"https://{MASK}@llm.example/v1"
+
+
+def test_redact_keeps_settings_that_only_look_alike() -> None:
+    clean = redact(
+        {
+            "max_tokens": 64,
+            "tokenizer": "gpt2",
+            "author": "ann",
+            "db-password": "x1234",
+            "Authorization": "Bearer abcdefgh",
+            "url": "http://host/path@v2",
+        }
+    )
+    assert clean.value == {
+        "max_tokens": 64,
+        "tokenizer": "gpt2",
+        "author": "ann",
+        "db-password": MASK,
+        "Authorization": MASK,
+        "url": "http://host/path@v2",
+    }
+    assert scrub("key x1234 in http://u:p4ss@h", clean.secrets) == f"key {MASK} in http://{MASK}@h"
+
+
+@pytest.mark.slow
+def test_secrets_with_a_real_llama_cpp_server(mmlu_dir: Path, tmp_path: Path) -> None:
+    """The model block of a real label run (backend, model, run stats) is written too."""
+    with local_server() as url:
+        base = url.replace("http://", f"http://alice:{URL_KEY}@")
+        recipe = write_recipe(tmp_path / "r.yaml", _recipe(base))
+        out = tmp_path / "b"
+        run = nabench(
+            *build_args(mmlu_dir, out, "--cache", str(tmp_path / "c.sqlite"), limit=3),
+            str(recipe),
+        )
+    assert run.code == 0, run.stderr
+    manifest = json.loads((out / "build.json").read_text())
+    assert manifest["labels"]["mode"] == "llm" and manifest["labels"]["runs"]
+    _assert_no_secret(out)
