@@ -4,9 +4,10 @@ computation over the result parquet files finds, an item opens by its link (opti
 inserted NA text, answers, raw output), keyboard, narrow and dark views work, and the page
 makes no network request.
 
-Data: a real MMLU-NA build of the dev split (285 items, 57 subjects), a reference strategy run by `nabench eval`, and five
-seeded model runs written in the on-disk format `nabench eval` writes (answers drawn at
-random against the build's real keys), so outcomes are mixed.
+Data: a real MMLU-NA build of the dev split (285 items, 57 subjects), a reference
+strategy run by `nabench eval`, and five seeded model runs written in the on-disk
+format `nabench eval` writes (answers drawn at random against the build's real keys),
+so outcomes are mixed.
 """
 
 from __future__ import annotations
@@ -140,9 +141,7 @@ def _flip_ids(res: Path, run: str, variant: str) -> set[str]:
     return set(m.loc[m["correct_o"] & ~m["correct_v"], "source_id"])
 
 
-def test_headline_numbers_equal_report_json(
-    report_dir: Path, page: tuple[Page, list[str]]
-) -> None:
+def test_headline_numbers_equal_report_json(report_dir: Path, page: tuple[Page, list[str]]) -> None:
     pg, requests = page
     _open(pg, report_dir)
     data = json.loads((report_dir / "report" / "report.json").read_text())
@@ -175,7 +174,7 @@ def test_outcome_filter_matches_pandas(report_dir: Path, page: tuple[Page, list[
     pg.select_option("#f-outcome", "flip")
     assert "right on original, wrong on na_keyed" in pg.inner_text("#f-outcome")
     want = _flip_ids(res, "model03", "na_keyed")
-    assert 0 < len(want) and sorted(_visible_ids(pg)) == sorted(want)
+    assert len(want) > 0 and sorted(_visible_ids(pg)) == sorted(want)
     pg.select_option("#f-model", "")  # any model: the union over models, baselines aside
     union = set().union(*(_flip_ids(res, m, "na_keyed") for m in MODELS))
     assert union != want and sorted(_visible_ids(pg)) == sorted(union)

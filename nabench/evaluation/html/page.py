@@ -108,10 +108,10 @@ def _runs_table(settings: pd.DataFrame) -> pd.DataFrame:
 
 
 def _plots(report: Report, out: Path) -> list[dict[str, str]]:
-    return [
-        {"name": k, "src": "data:image/png;base64," + base64.b64encode((out / v).read_bytes()).decode()}
-        for k, v in report.plots.items()
-    ]
+    def uri(path: Path) -> str:
+        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+    return [{"name": k, "src": uri(out / v)} for k, v in report.plots.items()]
 
 
 def _discrimination(disc: pd.DataFrame) -> pd.DataFrame:
