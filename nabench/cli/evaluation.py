@@ -132,5 +132,6 @@ def report_cmd(
     report = write_report(results, out, min_coverage=panel_min_coverage, plots=not no_plots)
     click.echo(
         f"{len(report.results.runs)} run(s), {len(report.results.configs)} config(s), "
-        f"{len(report.panels)} panel(s), {len(report.plots)} plot(s) -> {out / 'report.md'}"
+        f"{len(report.panels)} panel(s), {len(report.plots)} plot(s) -> {out / 'report.md'}, "
+        f"{out / 'report.html'}"
     )

@@ -35,6 +35,7 @@ import pandas as pd
 
 from nabench.core.atomic import atomic_file
 from nabench.evaluation.headline import headline_table
+from nabench.evaluation.html import write_html
 from nabench.evaluation.panel import (
     MIN_MODELS,
     NEEDS_MODELS,
@@ -134,9 +135,14 @@ def report_json(report: Report) -> dict[str, Any]:
 
 
 def write_report(
-    paths: Sequence[str | Path], out: str | Path, min_coverage: float = 1.0, plots: bool = True
+    paths: Sequence[str | Path],
+    out: str | Path,
+    min_coverage: float = 1.0,
+    plots: bool = True,
+    html: bool = True,
 ) -> Report:
-    """Load results, compute the tables, write CSVs, plots, ``report.md`` and ``report.json``."""
+    """Load results, compute the tables, write CSVs, plots, ``report.md``, ``report.json``
+    and (``html``) the self-contained ``report.html`` (:mod:`~nabench.evaluation.html`)."""
     out = Path(out)
     report = build_report(load_results(paths), min_coverage)
     tables_dir = out / "tables"
@@ -154,4 +160,6 @@ def write_report(
     # compact JSON: the C encoder (indent= would fall back to the slow Python one)
     with atomic_file(out / "report.json") as tmp:
         tmp.write_text(json.dumps(report_json(report), ensure_ascii=False), encoding="utf-8")
+    if html:
+        write_html(report, paths, out)
     return report

@@ -33,6 +33,7 @@ __all__ = [
     "Role",
     "category_of",
     "load_results",
+    "run_folders",
 ]
 
 ORIGINAL = "original"
@@ -159,3 +160,9 @@ def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
     table = table.unify_dictionaries().combine_chunks()
     front = ["run", "config"]
     return table.to_pandas().loc[:, [*front, *(c for c in table.column_names if c not in front)]]
+
+
+def run_folders(paths: Sequence[str | Path]) -> dict[str, Path]:
+    """Run name → its folder, named exactly as :func:`load_results` names runs."""
+    dirs = _run_dirs(paths)
+    return {name: d for d, name in _run_names(dirs).items()}

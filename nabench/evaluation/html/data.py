@@ -1,0 +1,166 @@
+"""The item browser's data: columnar, dictionary-coded, gzip + base64 for the page.
+
+Layout (decoded in the page by ``DecompressionStream("gzip")``):
+
+* ``ids``: source item ids (the browser's keys, ``#item=<id>``), ``subj``: a code per
+  item into ``subjects``; ``configs``, ``runs``; ``strings``: every question, option,
+  NA text and raw output once.
+* ``text[config]``: per item ``q`` (string code or -1), ``ch`` (option codes or null),
+  ``key`` (gold index or -1), ``na`` (the inserted NA / AotA text's code or -1): read
+  from the built dataset a run records (``dataset`` in its summary) when it is a local
+  folder; absent otherwise.
+* ``res[config][run]``: ``s``, one character per item: the parsed letter, upper case
+  when right and lower case when wrong, ``?`` invalid, ``.`` not answered (``+``/``-``
+  for answers that are no single letter); ``conf``: confidences (3 decimals, null when
+  none); ``raw``: raw output codes.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+__all__ = ["StringTable", "browser_payload", "encode_payload"]
+
+_RESULT_COLS = ("id", "source_id", "parsed", "correct", "invalid", "confidence", "raw_output")
+_TEXT_COLS = ("id", "question", "choices", "answer", "na_text")
+
+
+class StringTable:
+    """Dictionary coding: each distinct string gets one code."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+
+    def code(self, value: object) -> int:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return -1
+        s = str(value)
+        if s not in self.codes:
+            self.codes[s] = len(self.codes)
+        return self.codes[s]
+
+    def many(self, values: Iterable[object]) -> list[int]:
+        return [self.code(v) for v in values]
+
+    @property
+    def strings(self) -> list[str]:
+        return list(self.codes)
+
+
+def _states(df: pd.DataFrame) -> np.ndarray:
+    parsed = df["parsed"].astype(object) if "parsed" in df else pd.Series([None] * len(df))
+    correct = df["correct"].to_numpy(bool)
+    invalid = df["invalid"].to_numpy(bool)
+    out = np.full(len(df), "+", dtype="<U1")
+    out[~correct] = "-"
+    letter = parsed.map(lambda p: isinstance(p, str) and len(p) == 1).to_numpy(bool)
+    letters = parsed[letter].astype(str)
+    out[letter & correct] = letters[correct[letter]].str.upper().to_numpy()
+    out[letter & ~correct] = letters[~correct[letter]].str.lower().to_numpy()
+    out[invalid] = "?"
+    return out
+
+
+def _read_result(path: Path) -> pd.DataFrame:
+    names = set(pq.read_schema(path).names)
+    df = pq.read_table(path, columns=[c for c in _RESULT_COLS if c in names]).to_pandas()
+    if "source_id" not in df:
+        df["source_id"] = df["id"]
+    return df
+
+
+def _run_entry(df: pd.DataFrame, pos: Mapping[str, int], n: int, st: StringTable) -> dict:
+    idx = df["source_id"].astype(str).map(pos).to_numpy(np.int64)
+    states = np.full(n, ".", dtype="<U1")
+    states[idx] = _states(df)
+    entry: dict[str, Any] = {"s": "".join(states.tolist())}
+    conf = df["confidence"].to_numpy(np.float64) if "confidence" in df else np.full(len(df), np.nan)
+    if np.isfinite(conf).any():
+        full = [None] * n
+        for i, c in zip(idx.tolist(), conf.tolist(), strict=True):
+            full[i] = None if math.isnan(c) else round(c, 3)
+        entry["conf"] = full
+    if "raw_output" in df:
+        raw = [-1] * n
+        for i, code in zip(idx.tolist(), st.many(df["raw_output"]), strict=True):
+            raw[i] = code
+        entry["raw"] = raw
+    return entry
+
+
+def _dataset_rows(dataset: object, config: str) -> pd.DataFrame | None:
+    if not isinstance(dataset, str) or not Path(dataset, config).is_dir():
+        return None
+    files = sorted(Path(dataset, config).glob("*.parquet"))
+    if not files:
+        return None
+    names = set(pq.read_schema(files[0]).names)
+    cols = [c for c in _TEXT_COLS if c in names]
+    return pd.concat([pq.read_table(f, columns=cols).to_pandas() for f in files])
+
+
+def _text_entry(rows: pd.DataFrame, pos: Mapping[str, int], n: int, st: StringTable) -> dict:
+    q, key, na = [-1] * n, [-1] * n, [-1] * n
+    ch: list[list[int] | None] = [None] * n
+    has_na = "na_text" in rows
+    for r in rows.itertuples(index=False):
+        i = pos.get(str(r.id))
+        if i is None:
+            continue
+        q[i] = st.code(r.question)
+        ch[i] = st.many(r.choices) if "choices" in rows else None
+        key[i] = int(r.answer) if "answer" in rows else -1
+        na[i] = st.code(r.na_text) if has_na else -1
+    return {"q": q, "ch": ch, "key": key, "na": na}
+
+
+def browser_payload(
+    summaries: pd.DataFrame, folders: Mapping[str, Path], subjects: Mapping[str, object]
+) -> dict[str, Any]:
+    """The page's item data from the runs' parquet files (layout in the module doc).
+
+    ``summaries``: one row per (run, config) with ``dataset``; ``subjects``: source id →
+    subject.
+    """
+    st = StringTable()
+    frames = {
+        (run, cfg): _read_result(folders[run] / f"{cfg}.parquet")
+        for run, cfg in zip(summaries["run"], summaries["config"], strict=True)
+    }
+    ids = list(dict.fromkeys(i for df in frames.values() for i in df["source_id"].astype(str)))
+    pos = {i: k for k, i in enumerate(ids)}
+    subj = StringTable()
+    payload: dict[str, Any] = {
+        "ids": ids,
+        "subj": subj.many(subjects.get(i) for i in ids),
+        "configs": sorted(dict.fromkeys(summaries["config"]), key=lambda c: c != "original"),
+        "runs": list(dict.fromkeys(summaries["run"])),
+        "res": {},
+        "text": {},
+    }
+    for (run, cfg), df in frames.items():
+        payload["res"].setdefault(cfg, {})[run] = _run_entry(df, pos, len(ids), st)
+    datasets = summaries.drop_duplicates("config").set_index("config")["dataset"]
+    for cfg, dataset in datasets.items():
+        rows = _dataset_rows(dataset, str(cfg))
+        if rows is not None:
+            payload["text"][str(cfg)] = _text_entry(rows, pos, len(ids), st)
+    payload["subjects"] = subj.strings
+    payload["strings"] = st.strings
+    return payload
+
+
+def encode_payload(payload: Mapping[str, Any]) -> str:
+    """gzip + base64 of the compact JSON (the page inflates it with DecompressionStream)."""
+    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
