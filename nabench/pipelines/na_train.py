@@ -192,7 +192,7 @@ def prepare(
         clean = split_by_flags(items, contamination_flags(questions, index))
         audit = audit_items(clean.eligible, na_texts)
         check_strict(audit.excluded, options.strict)
-        eligible, label_cols, label_excluded, _ = _label(audit.eligible, label_source)
+        eligible, label_cols, label_excluded, _ = _label(audit.eligible, label_source, split)
         excluded += [clean.excluded, audit.excluded, label_excluded]
         columns = ItemColumns.from_table(eligible, label_cols)
         for b in builders:

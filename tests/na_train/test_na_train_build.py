@@ -223,5 +223,5 @@ def test_nabench_validate_checks_the_build_and_rejects_a_swapped_pair(
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert bad.returncode == 1
-    assert "dpo/train-00000-of-00001.parquet row 0" in bad.stderr
+    assert "dpo/train-00000-of-00001.parquet row 1 " in bad.stderr
     assert "[dpo_chosen_correct]" in bad.stderr and "[dpo_rejected_incorrect]" in bad.stderr
