@@ -193,11 +193,14 @@ def _lm_eval_task(
 
 
 def _lm_eval_model(res: dict[str, Any]) -> str:
-    """The model's name: a local folder's last part (``pretrained=/x/SmolLM2`` -> SmolLM2)."""
-    args = (res.get("config") or {}).get("model_args")
-    name = args.get("pretrained") if isinstance(args, dict) else None
-    name = name or res.get("model_name") or (res.get("config") or {}).get("model") or "model"
-    return Path(str(name)).name if "/" in str(name) and Path(str(name)).exists() else str(name)
+    """The model: the last part of ``pretrained=`` (a folder or Hub id), else lm-eval's model
+    type (``gguf``; its ``model_name`` is then a random string)."""
+    config = res.get("config") or {}
+    args = config.get("model_args")
+    pretrained = args.get("pretrained") if isinstance(args, dict) else None
+    if pretrained:
+        return Path(str(pretrained)).name if Path(str(pretrained)).exists() else str(pretrained)
+    return str(config.get("model") or "model")
 
 
 def read_lm_eval(path: Path) -> list[ExternalRun]:
