@@ -132,5 +132,5 @@ def test_a_release_pins_its_tasks_to_the_tag(mmlu_na: Path) -> None:
     assert "data_files" not in json.dumps(task)
     manifest = json.loads(files["build.json"].content)
     for path, f in files.items():
-        if path != "build.json":
+        if path.startswith("lm_eval/"):  # the card is sealed (core.card_seal), hashed apart
             assert manifest["files"][path] == f.sha256, path
