@@ -228,7 +228,12 @@ def read_lm_eval(path: Path) -> list[ExternalRun]:
 
 def read_inspect_log(path: Path) -> list[ExternalRun]:
     """One run per nabench config in an inspect ``.eval`` log written by ``nabench/mcq``."""
-    from inspect_ai.log import read_eval_log
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise NabenchError(
+            f"{path}: reading inspect logs needs inspect_ai: pip install 'nabench[harness]'"
+        ) from None
 
     log = read_eval_log(str(path))
     if log.status != "success" or not log.samples:

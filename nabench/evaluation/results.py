@@ -196,7 +196,8 @@ def load_results(paths: Sequence[str | Path]) -> Results:
 def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
     """One frame; key columns dictionary-encoded in Arrow, so pandas gets categoricals:
     grouping, pairing and pivoting hash each distinct string once, not once per row."""
-    table = pa.concat_tables(tables, promote_options="default")
+    # permissive: pandas-written parquet holds large_string, harness logs' tables string
+    table = pa.concat_tables(tables, promote_options="permissive")
     for name in ("id", "source_id", "subject", "gold", "run", "config"):
         i = table.schema.get_field_index(name)
         table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))

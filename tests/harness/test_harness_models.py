@@ -115,6 +115,8 @@ def test_three_harnesses_one_report(
          "--limit", str(N), "--out", str(ours), "--cache", str(tmp_path / "c.sqlite"), "--quiet"],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
+    settings = json.loads((ours / f"{SMOLLM2_ID}__lm-eval" / "run.json").read_text())["settings"]
+    assert (settings["prompt_format"], settings["mode"]) == ("lm-eval", "loglik")
     out = tmp_path / "report"
     res = runner.invoke(
         main,
@@ -129,4 +131,5 @@ def test_three_harnesses_one_report(
         [f"{SMOLLM2_ID}__lm-eval", "inspect__openai-api_llamacpp_" + SMOLLM2_ID,
          "lm-eval__" + SMOLLM2_ID]
     ), runs  # fmt: skip
+    assert set(runs) <= set(report["models"])  # the harnesses' runs are models, not baselines
     assert sorted(r["n"] for r in rows) == [N, N, 25]

@@ -32,6 +32,10 @@ def _yaml(path: Path) -> dict:
     return yaml.safe_load(path.read_text("utf-8"))
 
 
+# The shipped recipe's own version (data, read independently of the build code).
+RECIPE_VERSION = _yaml(Path(__file__).parents[2] / "nabench/recipes/mmlu-na.yaml")["version"]
+
+
 def test_every_mc_config_gets_a_task_listed_in_manifest_and_card(mmlu_na: Path) -> None:
     tasks = mmlu_na / "lm_eval"
     manifest = json.loads((mmlu_na / "build.json").read_text())
@@ -39,7 +43,7 @@ def test_every_mc_config_gets_a_task_listed_in_manifest_and_card(mmlu_na: Path) 
         task = _yaml(tasks / f"{GROUP}_{config}.yaml")
         assert task["task"] == f"{GROUP}_{config}"
         assert task["metadata"]["nabench_config"] == config
-        assert task["metadata"]["version"] == manifest["recipe"]["version"] == "1.0.0"
+        assert task["metadata"]["version"] == manifest["recipe"]["version"] == RECIPE_VERSION
         data = Path(task["dataset_kwargs"]["data_files"]["test"])
         assert data.is_absolute() and data == mmlu_na / config / "test-00000-of-00001.parquet"
         assert (

@@ -7,10 +7,13 @@ import math
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from nabench.cli import main
+from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import mc_request
+from nabench.evaluation.run_identity import RUN_FILE, resolve_run_dir, write_settings
 from nabench.evaluation.runner import model_slug, option_logprobs
 from nabench.llm import ChatRequest
 
@@ -58,3 +61,19 @@ def test_lm_eval_format_refuses_generation_and_reference(mmlu_na: Path, tmp_path
     assert res.exit_code != 0
     assert "--prompt-format lm-eval is scored by log-probabilities" in res.output
     assert "Traceback" not in res.output
+
+
+def test_prompt_format_is_part_of_the_run_identity(tmp_path: Path) -> None:
+    base = {"model": "m", "backend": "openai", "endpoint": "http://x/v1", "mode": "loglik"}
+    harness = {**base, "prompt_format": "lm-eval"}
+    # a run recorded before --prompt-format existed: nabench's prompts
+    legacy = tmp_path / "m__loglik"
+    write_settings(legacy, base)
+    assert "prompt_format" not in (legacy / RUN_FILE).read_text()
+    assert resolve_run_dir(tmp_path, "m__loglik", "m__loglik", {**base, "prompt_format": "nabench"})
+    with pytest.raises(NabenchError, match="prompt_format: 'nabench' → 'lm-eval'"):
+        resolve_run_dir(tmp_path, "m__loglik", "m__loglik", harness)
+    # without a name the lm-eval run gets its own folder, never the nabench run's
+    default = model_slug("m", "loglik", "lm-eval")
+    assert resolve_run_dir(tmp_path, None, default, harness) == tmp_path / "m__lm-eval"
+    assert resolve_run_dir(tmp_path, None, "m__loglik", harness) == tmp_path / "m__loglik__openai"
