@@ -207,6 +207,7 @@ def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
 
 
 def run_folders(paths: Sequence[str | Path]) -> dict[str, Path]:
-    """Run name → its folder, named exactly as :func:`load_results` names runs."""
-    dirs = _run_dirs(paths)
+    """Run name → its folder, named exactly as :func:`load_results` names runs (harness
+    logs have no run folder: they are left out)."""
+    dirs = _run_dirs([p for p in paths if not is_external(Path(p))])
     return {name: d for d, name in _run_names(dirs).items()}

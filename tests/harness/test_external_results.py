@@ -98,6 +98,8 @@ def test_lm_eval_results_reach_the_report_beside_a_nabench_run(
                                "--no-plots"])  # fmt: skip
     assert res.exit_code == 0, res.output
     report = json.loads((out / "report.json").read_text())
+    # the page's tables show the harness runs; its item browser reads nabench run folders only
+    assert "lm-eval__dummy" in (out / "report.html").read_text("utf-8")
     rows = [r for r in report["configs"] if r["config"] == "original"]
     assert sorted(r["run"] for r in rows) == [
         "lm-eval__dummy",
