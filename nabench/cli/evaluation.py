@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from nabench.cli.model_flags import BACKENDS, ModelFlags, model_options, run_options
-from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS
+from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS, PROMPT_FORMATS
 from nabench.evaluation.report import write_report
 from nabench.evaluation.runner import EvalOptions, run_eval
 
@@ -27,9 +27,17 @@ __all__ = ["eval_cmd", "report_cmd"]
 @click.option(
     "--mode",
     type=click.Choice(["generate", "loglik"]),
-    default="generate",
+    default=None,
+    help="Chain-of-thought generation, or option-letter log-probabilities "
+    "[generate; loglik with --prompt-format lm-eval].",
+)
+@click.option(
+    "--prompt-format",
+    type=click.Choice(PROMPT_FORMATS),
+    default="nabench",
     show_default=True,
-    help="Chain-of-thought generation, or option-letter log-probabilities.",
+    help="nabench's chat prompts, or lm-eval's MMLU completion layout scored by the next "
+    "token's option-letter log-probabilities (one forward pass per item).",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N items.")
 @click.option(
@@ -66,7 +74,8 @@ def eval_cmd(
     split: str | None,
     revision: str | None,
     model_flags: ModelFlags,
-    mode: str,
+    mode: str | None,
+    prompt_format: str,
     limit: int | None,
     out: Path,
     run_name: str | None,
@@ -84,7 +93,8 @@ def eval_cmd(
             backend=model_flags.backend,
             model=model_flags.model,
             configs=configs,
-            mode=mode,  # type: ignore[arg-type]
+            mode=(mode or ("loglik" if prompt_format == "lm-eval" else "generate")),  # type: ignore[arg-type]
+            prompt_format=prompt_format,  # type: ignore[arg-type]
             split=split,
             revision=revision,
             limit=limit,

@@ -9,6 +9,7 @@ import click
 
 from nabench.cli.artifacts import artifacts
 from nabench.cli.evaluation import eval_cmd, report_cmd
+from nabench.cli.export import export
 from nabench.cli.group import NabenchGroup
 from nabench.cli.llm import llm
 from nabench.cli.model_flags import ModelFlags, model_options, run_options
@@ -277,7 +278,7 @@ def schema_export(out: Path | None) -> None:
 def _register_subcommands() -> None:
     """Command groups that live beside their library code."""
 
-    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd):
+    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd, export):
         main.add_command(group)
 
 

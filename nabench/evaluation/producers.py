@@ -13,7 +13,9 @@ of ``(``, ``)``, ``.``; tokens that are then exactly an option letter add their
 probability to that letter (log-sum-exp, so ``"A"`` and ``" A"`` pool). The letters'
 probabilities are renormalised over the options (letters outside the top-k count 0);
 the prediction is the most probable option (ties: earliest) and ``confidence`` is its
-renormalised probability. No option letter in the top-k is an invalid answer.
+renormalised probability. No option letter in the top-k is an invalid answer. In the
+``lm-eval`` prompt format only the tokens ``" A"``, ``" B"``, … count (the harness's
+continuations: its target delimiter ``" "`` + letter), nothing is pooled.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from nabench.evaluation.items import EvalItems
 from nabench.evaluation.prompts import (
     DEFAULT_LOGPROBS_K,
     DEFAULT_MAX_TOKENS,
+    HARNESS_DELIMITER,
     LETTERS,
     PROMPT_VERSION,
     Mode,
+    PromptFormat,
     artifact_request,
     mc_request,
 )
@@ -108,16 +112,25 @@ class StrategyProducer:
         return Produced(raw, elapsed_s=time.perf_counter() - t0)
 
 
-def option_logprobs(top: Sequence[tuple[str, float]], n_choices: int) -> list[float]:
+def option_logprobs(
+    top: Sequence[tuple[str, float]], n_choices: int, exact_prefix: str | None = None
+) -> list[float]:
     """Log-probability per option letter read from one position's top-k tokens.
 
     Tokens are stripped of whitespace, ``(``, ``)`` and ``.``; those that are then
     exactly one of the first ``n_choices`` uppercase letters pool into that letter by
-    log-sum-exp. Letters not among the tokens get ``-inf``.
+    log-sum-exp. Letters not among the tokens get ``-inf``. With ``exact_prefix`` (the
+    lm-eval format: ``" "``) only the tokens ``exact_prefix + letter`` count, nothing is
+    pooled: the harness scores exactly that continuation.
     """
     out = [-math.inf] * n_choices
     for token, lp in top:
-        t = token.strip(_TOKEN_STRIP)
+        if exact_prefix is not None:
+            if not token.startswith(exact_prefix):
+                continue
+            t = token[len(exact_prefix) :]
+        else:
+            t = token.strip(_TOKEN_STRIP)
         if len(t) == 1 and t in LETTERS[:n_choices] and not math.isnan(lp):
             i = LETTERS.index(t)
             out[i] = float(np.logaddexp(out[i], lp))
@@ -145,6 +158,7 @@ class ModelProducer:
     logprobs_k: int = DEFAULT_LOGPROBS_K
     chunk_size: int = 32
     progress: bool = True
+    prompt_format: PromptFormat = "nabench"
 
     @property
     def model_id(self) -> str:
@@ -169,10 +183,20 @@ class ModelProducer:
                 "individual-prior (True/False) configs need --mode generate"
             )
         rows = items.rows
+        if self.prompt_format == "lm-eval" and items.kind != "mc":
+            raise NabenchError(
+                f"config {items.config!r}: --prompt-format lm-eval needs question/choices/answer "
+                "rows; artifact configs carry their own prompts"
+            )
         if items.kind == "mc":
             return [
                 mc_request(
-                    str(q), [str(c) for c in cs], self.mode, self.max_tokens, self.logprobs_k
+                    str(q),
+                    [str(c) for c in cs],
+                    self.mode,
+                    self.max_tokens,
+                    self.logprobs_k,
+                    self.prompt_format,
                 )
                 for q, cs in zip(rows["question"], rows["choices"], strict=True)
             ]
@@ -203,8 +227,9 @@ class ModelProducer:
         lps = None
         if self.mode == "loglik":
             n_choices = items.n_choices[items.row_item]
+            prefix = HARNESS_DELIMITER if self.prompt_format == "lm-eval" else None
             lps = [
-                _first_token_options(c, int(k), self.backend.name)
+                _first_token_options(c, int(k), self.backend.name, prefix)
                 for c, k in zip(comps, n_choices, strict=True)
             ]
         return Produced(
@@ -212,10 +237,12 @@ class ModelProducer:
         )
 
 
-def _first_token_options(comp: Completion, n_choices: int, backend: str) -> list[float]:
+def _first_token_options(
+    comp: Completion, n_choices: int, backend: str, exact_prefix: str | None = None
+) -> list[float]:
     if not comp.logprobs:
         raise NabenchError(
             f"the {backend!r} backend returned no log-probabilities; --mode loglik needs a "
             "backend/server that returns top log-probs of generated tokens (use --mode generate)"
         )
-    return option_logprobs(comp.logprobs[0].top, n_choices)
+    return option_logprobs(comp.logprobs[0].top, n_choices, exact_prefix)

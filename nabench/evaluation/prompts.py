@@ -10,6 +10,12 @@ silently mixing protocols.
 * ``loglik`` on a multiple-choice row: one user message (:func:`letter_prompt`) asking
   for the letter only; one token is generated with its top-k log-probabilities and the
   option letters are read from that first position.
+* ``--prompt-format lm-eval`` on a multiple-choice row: lm-evaluation-harness's MMLU
+  layout as a raw completion prompt (:func:`harness_prompt`, ``question\nA. …\nAnswer:``),
+  scored like loglik: one token with its top-k log-probabilities, the option read from the
+  tokens that are exactly ``" A"``, ``" B"``, … (the harness's continuations, its target
+  delimiter ``" "`` + letter). One forward pass per item where the harness makes one
+  log-likelihood request per option.
 * Artifact rows (columns ``prompt`` / ``target`` / ``stop``) are raw completion prompts
   written by the artifact builder and used exactly as they are. In loglik mode ``" ("``
   is appended so that the next token is the option letter (the prompts end with
@@ -27,17 +33,25 @@ from nabench.llm import ChatRequest
 __all__ = [
     "DEFAULT_LOGPROBS_K",
     "DEFAULT_MAX_TOKENS",
+    "HARNESS_DELIMITER",
     "LETTERS",
+    "PROMPT_FORMATS",
     "PROMPT_VERSION",
     "Mode",
+    "PromptFormat",
     "artifact_request",
     "cot_prompt",
     "format_choices",
+    "harness_prompt",
     "letter_prompt",
     "mc_request",
 ]
 
 Mode = Literal["generate", "loglik"]
+PromptFormat = Literal["nabench", "lm-eval"]
+PROMPT_FORMATS: tuple[PromptFormat, ...] = ("nabench", "lm-eval")
+# lm-eval's default target delimiter: the continuation scored after "Answer:" is " A".
+HARNESS_DELIMITER = " "
 
 PROMPT_VERSION = "eval-v1"
 LETTERS = string.ascii_uppercase
@@ -77,14 +91,29 @@ def letter_prompt(question: str, choices: Sequence[str]) -> str:
     )
 
 
+def harness_prompt(question: str, choices: Sequence[str]) -> str:
+    """lm-eval's MMLU layout (as nabench's exported tasks render it, for any option count)."""
+    return f"{question.strip()}\n{format_choices(choices)}\nAnswer:"
+
+
 def mc_request(
     question: str,
     choices: Sequence[str],
     mode: Mode,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     logprobs_k: int = DEFAULT_LOGPROBS_K,
+    prompt_format: PromptFormat = "nabench",
 ) -> ChatRequest:
-    """The chat request for one multiple-choice row (greedy decoding)."""
+    """The request for one multiple-choice row (greedy decoding)."""
+    if prompt_format == "lm-eval":
+        if mode != "loglik":
+            raise ValueError("the lm-eval prompt format is scored by log-probabilities (loglik)")
+        return ChatRequest(
+            prompt=harness_prompt(question, choices),
+            max_tokens=1,
+            logprobs=logprobs_k,
+            min_tokens=1,  # the letters' log-probs even where end-of-text is likeliest
+        )
     if mode == "generate":
         return ChatRequest.chat(cot_prompt(question, choices), max_tokens=max_tokens)
     if mode == "loglik":

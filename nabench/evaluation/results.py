@@ -5,6 +5,11 @@ Input: folders written by `nabench eval` (an ``--out`` root holding ``<run>/`` f
 or one ``<run>/`` folder). Every number is recomputed from the responses parquet files;
 the summary JSON files only supply run metadata. A run is named by its folder; when two
 given roots hold folders of the same name, each is named ``<root>/<run>``.
+
+Other harnesses' logs (lm-eval ``--log_samples`` output, inspect ``.eval`` logs; see
+:mod:`~nabench.evaluation.external`) are read beside them: each is a model run
+(``lm-eval__<model>``, ``inspect__<model>``) whose rows are keyed by the nabench item id
+the exported task carries, so it pairs with ``original`` like any nabench run.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import pyarrow.parquet as pq
 
 from nabench.core.errors import NabenchError
 from nabench.evaluation.categories import UnknownSubjectError, mmlu_category
+from nabench.evaluation.external import ExternalRun, is_external, read_external
 
 __all__ = [
     "BASELINE_BACKENDS",
@@ -136,9 +142,34 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
     return row, table
 
 
+def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
+    """One harness run of one config in the shape of :func:`_read_config`."""
+    df = ext.responses
+    ids = df["id"].astype(str)  # NA builds' ids are the source items' ids
+    table = pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "source_id": pa.array(ids, pa.string()),
+            "subject": pa.array(df["subject"], pa.string()),
+            "score": pa.array(df["score"], pa.float64()),
+            "correct": pa.array(df["correct"], pa.bool_()),
+            "invalid": pa.array(df["invalid"], pa.bool_()),
+            "confidence": pa.array(df["confidence"], pa.float64()),
+            "gold": pa.array(df["gold"], pa.string()),
+            "run": pa.array([ext.run] * len(df), pa.string()),
+            "config": pa.array([ext.config] * len(df), pa.string()),
+        }
+    )
+    row = {k: ext.summary.get(k) for k in ("run", "model", "mode", "backend", "config")}
+    row.update(kind=ext.summary.get("kind", "mc"), invalid_credit=ext.summary.get("invalid_credit"))
+    return row, table
+
+
 def load_results(paths: Sequence[str | Path]) -> Results:
-    """Read every ``<run>/<config>.summary.json`` + parquet under ``paths``."""
-    dirs = _run_dirs(paths)
+    """Read every ``<run>/<config>.summary.json`` + parquet under ``paths``, and the
+    lm-eval / inspect logs among them."""
+    external = [Path(p) for p in paths if is_external(Path(p))]
+    dirs = _run_dirs([p for p in paths if Path(p) not in external])
     names = _run_names(dirs)
     rows: list[dict[str, Any]] = []
     tables: list[pa.Table] = []
@@ -147,13 +178,26 @@ def load_results(paths: Sequence[str | Path]) -> Results:
             row, table = _read_config(f, names[d])
             rows.append(row)
             tables.append(table)
+    for path in external:
+        for ext in read_external(path):
+            row, table = _external_config(ext)
+            rows.append(row)
+            tables.append(table)
+    seen = Counter((r["run"], r["config"]) for r in rows)
+    twice = sorted(k for k, n in seen.items() if n > 1)
+    if twice:
+        run, config = twice[0]
+        raise NabenchError(f"run {run!r} config {config!r} found twice in the results given")
+    if not rows:
+        raise NabenchError("no results given")
     return Results(pd.DataFrame(rows), _to_frame(tables))
 
 
 def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
     """One frame; key columns dictionary-encoded in Arrow, so pandas gets categoricals:
     grouping, pairing and pivoting hash each distinct string once, not once per row."""
-    table = pa.concat_tables(tables, promote_options="default")
+    # permissive: pandas-written parquet holds large_string, harness logs' tables string
+    table = pa.concat_tables(tables, promote_options="permissive")
     for name in ("id", "source_id", "subject", "gold", "run", "config"):
         i = table.schema.get_field_index(name)
         table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
@@ -163,6 +207,7 @@ def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
 
 
 def run_folders(paths: Sequence[str | Path]) -> dict[str, Path]:
-    """Run name → its folder, named exactly as :func:`load_results` names runs."""
-    dirs = _run_dirs(paths)
+    """Run name → its folder, named exactly as :func:`load_results` names runs (harness
+    logs have no run folder: they are left out)."""
+    dirs = _run_dirs([p for p in paths if not is_external(Path(p))])
     return {name: d for d, name in _run_names(dirs).items()}

@@ -1,12 +1,13 @@
 """Run identity: which folder a `nabench eval` run writes to, and what it was run with.
 
 A run folder ``<out>/<run>/`` holds ``run.json``: the settings that make outputs differ
-(model, backend and endpoint, mode, dataset, revision, split, limit, decoding, invalid
-credit, prompt version). A results folder is never silently overwritten:
+(model, backend and endpoint, mode, prompt format, dataset, revision, split, limit,
+decoding, invalid credit, prompt version). A results folder is never silently overwritten:
 
 * ``--run-name NAME``: the folder ``NAME``; if it holds a run with other settings the
   command is refused, naming the settings that differ.
-* no name: the model slug (``__loglik`` for loglik runs); if that folder holds a run with
+* no name: the model slug (``__loglik`` for loglik runs, ``__lm-eval`` for runs in
+  lm-eval's prompt format); if that folder holds a run with
   other settings, the first free one of ``<slug>__<backend>``, ``<slug>__<backend>-2``, …
   (the command prints where it wrote).
 
@@ -43,11 +44,16 @@ _SUMMARY_KEYS = (
     "invalid_credit",
     "prompt_version",
 )
+# Runs recorded before --prompt-format existed all used nabench's prompts.
+_DEFAULTS = {"prompt_format": "nabench"}
 
 
-def model_slug(model_id: str, mode: str = "generate") -> str:
-    """Default folder name of a run: the model id made path-safe, ``__loglik`` for loglik."""
+def model_slug(model_id: str, mode: str = "generate", prompt_format: str = "nabench") -> str:
+    """Default folder name of a run: the model id made path-safe, ``__loglik`` for loglik,
+    ``__lm-eval`` for lm-eval's prompt format (always loglik)."""
     slug = _SLUG.sub("_", model_id).strip("_.") or "model"
+    if prompt_format == "lm-eval":
+        return f"{slug}__lm-eval"
     return f"{slug}__loglik" if mode == "loglik" else slug
 
 
@@ -55,12 +61,12 @@ def read_settings(run_dir: Path) -> dict[str, Any] | None:
     """The settings of the run in ``run_dir`` (None if it holds no run)."""
     path = run_dir / RUN_FILE
     if path.is_file():
-        return dict(json.loads(path.read_text("utf-8"))["settings"])
+        return {**_DEFAULTS, **json.loads(path.read_text("utf-8"))["settings"]}
     summaries = sorted(run_dir.glob("*.summary.json"))
     if not summaries:
         return None
     s = json.loads(summaries[0].read_text("utf-8"))
-    return {k: s.get(k) for k in _SUMMARY_KEYS}
+    return {**_DEFAULTS, **{k: s.get(k) for k in _SUMMARY_KEYS}}
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

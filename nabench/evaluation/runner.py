@@ -32,7 +32,13 @@ from nabench.evaluation.producers import (
     option_logprobs,
     renormalise,
 )
-from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS, PROMPT_VERSION, Mode
+from nabench.evaluation.prompts import (
+    DEFAULT_LOGPROBS_K,
+    DEFAULT_MAX_TOKENS,
+    PROMPT_VERSION,
+    Mode,
+    PromptFormat,
+)
 from nabench.evaluation.run_identity import model_slug, resolve_run_dir, write_settings
 from nabench.evaluation.scoring import DEFAULT_INVALID_CREDIT
 from nabench.evaluation.strategies import get_strategy
@@ -122,6 +128,7 @@ class EvalOptions:
     chunk_size: int = 32
     progress: bool = True
     backend_options: dict[str, Any] = field(default_factory=dict)
+    prompt_format: PromptFormat = "nabench"
 
 
 def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -> list[str]:
@@ -189,6 +196,7 @@ def _producer(options: EvalOptions) -> tuple[Producer, ResponseCache | None, Bac
         options.logprobs_k,
         options.chunk_size,
         options.progress,
+        options.prompt_format,
     )
     return producer, cache, backend
 
@@ -201,6 +209,7 @@ def run_settings(options: EvalOptions, producer: Producer, endpoint: str) -> dic
         "backend": producer.backend_name,
         "endpoint": endpoint,
         "mode": options.mode,
+        "prompt_format": options.prompt_format,
         "dataset": str(local.resolve()) if local.exists() else options.dataset,
         "revision": options.revision,
         "split": options.split,
@@ -216,15 +225,18 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
     """Evaluate every selected config; returns one result per config."""
     if not 0.0 <= options.invalid_credit <= 1.0:
         raise NabenchError("--invalid-credit must be in [0, 1]")
+    if options.prompt_format == "lm-eval" and options.mode != "loglik":
+        raise NabenchError("--prompt-format lm-eval is scored by log-probabilities: --mode loglik")
     configs = eval_configs(options.dataset, options.revision, options.configs)
     producer, cache, backend = _producer(options)
     try:
         endpoint = backend_endpoint(backend) if backend is not None else "in-process"
         settings = run_settings(options, producer, endpoint)
-        default = model_slug(producer.model_id, options.mode)
+        default = model_slug(producer.model_id, options.mode, options.prompt_format)
         run_dir = resolve_run_dir(Path(options.out), options.run_name, default, settings)
         write_settings(run_dir, settings)
-        meta = {k: settings[k] for k in ("dataset", "revision", "split", "limit", "endpoint")}
+        keys = ("dataset", "revision", "split", "limit", "endpoint", "prompt_format")
+        meta = {k: settings[k] for k in keys}
         meta.update(max_tokens=settings["max_tokens"], logprobs_k=settings["logprobs_k"])
         results = []
         for config in configs:

@@ -153,6 +153,10 @@ class LocalBackend(Backend):
         grammar = None
         if req.json_schema is not None:
             grammar = self._llama.LlamaGrammar.from_json_schema(req.json_schema, verbose=False)
+        if req.min_tokens:
+            common["logits_processor"] = self._llama.LogitsProcessorList(
+                [self._llama.MinTokensLogitsProcessor(req.min_tokens, llm.token_eos())]
+            )
         text: Any = llm.create_completion(
             prompt=req.prompt or "", logprobs=req.logprobs, grammar=grammar, **common
         )

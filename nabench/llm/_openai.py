@@ -174,6 +174,8 @@ class OpenAIBackend(Backend):
             common["stop"] = list(req.stop)
         if req.seed is not None:
             common["seed"] = req.seed
+        if req.min_tokens:  # llama-cpp-python and vLLM servers read it from the body
+            common["extra_body"] = {"min_tokens": req.min_tokens}
         if req.messages is not None:
             mode = "json_schema" if self.json_mode == "auto" else self.json_mode
             kwargs = dict(common, messages=req.openai_messages())
@@ -202,6 +204,7 @@ class OpenAIBackend(Backend):
             kwargs["logprobs"] = req.logprobs
         if req.json_schema is not None:  # vLLM and llama-cpp-python both read these
             kwargs["extra_body"] = {
+                **kwargs.get("extra_body", {}),
                 "structured_outputs": {"json": req.schema},
                 "response_format": {"type": "json_object", "schema": req.schema},
             }

@@ -39,6 +39,9 @@ class ChatRequest:
     json_schema: str | None = None
     logprobs: int | None = None
     seed: int | None = None
+    # Tokens before end-of-sequence may be sampled: 1 makes a one-token logprobs request
+    # return a token (and its top-k) even where end-of-sequence is the likeliest one.
+    min_tokens: int = 0
 
     def __post_init__(self) -> None:
         if (self.messages is None) == (self.prompt is None):
@@ -55,6 +58,8 @@ class ChatRequest:
             raise ValueError("max_tokens must be >= 1")
         if self.logprobs is not None and self.logprobs < 0:
             raise ValueError("logprobs must be >= 0")
+        if not 0 <= self.min_tokens <= self.max_tokens:
+            raise ValueError("min_tokens must be in [0, max_tokens]")
 
     @classmethod
     def chat(cls, user: str, system: str | None = None, **options: Any) -> ChatRequest:
@@ -84,6 +89,8 @@ class ChatRequest:
         d = asdict(self)
         d["messages"] = None if self.messages is None else [list(m) for m in self.messages]
         d["stop"] = list(self.stop)
+        if not self.min_tokens:  # added later: left out at its default, so old keys hold
+            del d["min_tokens"]
         return canonical_json(d)
 
 

@@ -170,6 +170,7 @@ class VLLMBackend(Backend):
             "stop": list(req.stop) or None,
             "seed": req.seed,
             "logprobs": req.logprobs,
+            "min_tokens": req.min_tokens,
         }
         if req.json_schema is not None:
             # compact JSON: no free whitespace for a small model to ramble in

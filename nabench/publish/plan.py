@@ -18,6 +18,7 @@ from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.errors import NabenchError
 from nabench.core.version import release_version
 from nabench.stage.cards import finalize_card
+from nabench.stage.exports import HubData, LmEvalSpec, lm_eval_files
 from nabench.validate import validate_path
 
 MANIFEST = "build.json"
@@ -217,14 +218,17 @@ def make_plan(
         if card != old:
             files[README] = card.encode("utf-8")
             notes[README] = "card finalized for this release"
+    notes.update(_pin_lm_eval_tasks(files, manifest, repo_id, tag))
     raw_manifest = (staged / MANIFEST).read_bytes()
     if notes:
-        # Only the card's hash changes; everything else in the manifest stays as built.
-        card_hash = {README: card_sha256(files[README])}
-        updated = {**manifest, "files": {**manifest["files"], **card_hash}}
+        # Only the card's and tasks' hashes change; the rest of the manifest stays as built.
+        tasks = _hashes(files, [p for p in notes if p != README])
+        card_hash = {README: card_sha256(files[README])} if README in files else {}
+        updated = {**manifest, "files": {**manifest["files"], **tasks, **card_hash}}
         raw_manifest = (json.dumps(updated, indent=2, default=str) + "\n").encode("utf-8")
-        notes[MANIFEST] = "README.md hash updated"
-        files[README] = seal_card(files[README].decode("utf-8"), raw_manifest).encode("utf-8")
+        notes[MANIFEST] = f"hash(es) of {', '.join(sorted(notes))} updated"
+        if README in files:
+            files[README] = seal_card(files[README].decode("utf-8"), raw_manifest).encode("utf-8")
     files[MANIFEST] = raw_manifest
     adds = tuple(
         PlannedFile(p, len(data), sha256_bytes(data), data, notes.get(p, ""))
@@ -247,6 +251,22 @@ def make_plan(
         deletes=deletes,
         remote_known=remote.known,
     )
+
+
+def _pin_lm_eval_tasks(
+    files: dict[str, bytes], manifest: Mapping[str, Any], repo_id: str, tag: str
+) -> dict[str, str]:
+    """Rewrite the build's lm-eval tasks to read `repo_id` at `tag` instead of local paths."""
+    if not manifest.get("lm_eval"):
+        return {}
+    pinned = lm_eval_files(LmEvalSpec.from_manifest(manifest), HubData(repo_id, tag))
+    changed = {p: data for p, data in pinned.items() if files.get(p) != data}
+    files.update(changed)
+    return {p: f"lm-eval task pinned to {repo_id}@{tag}" for p in changed}
+
+
+def _hashes(files: Mapping[str, bytes], paths: Iterable[str]) -> dict[str, str]:
+    return {p: sha256_bytes(files[p]) for p in paths}
 
 
 def _description(

@@ -4,6 +4,8 @@ Layout (what `push_to_hub` writes and `load_dataset` reads):
     <config>/<split>-00000-of-00001.parquet
     README.md      YAML front matter (`configs`, `dataset_info`, card metadata) + card body
     build.json     manifest: recipe, versions, seed, counts, sha256 of every other file
+    lm_eval/       lm-eval tasks of the multiple-choice configs (reading this folder's files
+                   by absolute path; `publish` pins them to the release), listed in the card
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.redact import redact, scrub
 from nabench.core.version import __version__
 from nabench.schemas.tables import features_for
+from nabench.stage.exports.lm_eval_tasks import (
+    LmEvalSpec,
+    LocalData,
+    lm_eval_card_section,
+    lm_eval_files,
+)
 from nabench.stage.out_guard import OutLock, check_out, remove_stale, say
 
 MANIFEST = "build.json"
@@ -166,10 +174,21 @@ class StagingArea:
         # Credentials (key-like options, `user:key@` URLs) never reach a written file: masked
         # in the manifest, and any value masked there is scrubbed from the card too.
         clean = redact(dict(manifest))
-        readme = unsealed(scrub(render_readme(configs, infos), clean.secrets))
+        spec = lm_eval_spec(self.tables, clean.value)
+        readme_text = render_readme(configs, infos)  # while the writers finish
+        if spec is not None:
+            readme_text += lm_eval_card_section(spec)
+        readme = unsealed(scrub(readme_text, clean.secrets))
+        extra = {} if spec is None else lm_eval_files(spec, LocalData(self.out))
         hashes = dict(future.result() for future in self._writes)
+        for rel, data in extra.items():
+            (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.root / rel).write_bytes(data)
+            hashes[rel] = hashlib.sha256(data).hexdigest()
         hashes["README.md"] = card_sha256(readme.encode("utf-8"))
         full_manifest = {**clean.value, "files": dict(sorted(hashes.items()))}
+        if spec is not None:
+            full_manifest["lm_eval"] = spec.to_json()
         raw_manifest = (
             json.dumps(full_manifest, indent=2, sort_keys=False, default=str) + "\n"
         ).encode("utf-8")
@@ -181,6 +200,17 @@ class StagingArea:
         if self.previous is not None:
             say(f"replaced the previous build in {self.out}: {self.previous.describe()}")
         return hashes
+
+
+def lm_eval_spec(tables: Sequence[StagedTable], manifest: Mapping[str, Any]) -> LmEvalSpec | None:
+    """The lm-eval tasks of a build: its multiple-choice tables, named after the recipe."""
+    recipe = manifest.get("recipe") or {}
+    name, version = recipe.get("name"), recipe.get("version")
+    if not name or not version:
+        return None
+    return LmEvalSpec.from_tables(
+        str(name), str(version), ((t.config, t.split, t.table.schema.names) for t in tables)
+    )
 
 
 def row_counts(tables: Sequence[StagedTable]) -> dict[str, dict[str, int]]:

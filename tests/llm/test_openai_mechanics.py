@@ -149,3 +149,35 @@ def test_one_client_for_the_backend_and_close(scripted_server: Callable[..., Scr
             assert [c.text for c in backend.complete([ChatRequest.chat("q")] * 3)] == ["ok"] * 3
         assert backend._client is client  # not one client per complete()
     assert client.is_closed()
+
+
+def _completion_body(text: str) -> dict[str, Any]:
+    choice = {"text": text, "index": 0, "finish_reason": "length", "logprobs": None}
+    return {"id": "cmpl-1", "object": "text_completion", "created": 0, "model": "m",
+            "choices": [choice]}  # fmt: skip
+
+
+def test_min_tokens_goes_in_the_body_beside_structured_outputs(
+    scripted_server: Callable[..., Scripted],
+) -> None:
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        chat = path.endswith("/chat/completions")
+        return 200, (chat_body("A") if chat else _completion_body("A"))
+
+    srv = scripted_server(respond)
+    backend = _backend(srv.url, concurrency=1, json_mode="json_object")
+    schema = json.dumps(ANSWER_SCHEMA)
+    out = backend.complete(
+        [
+            ChatRequest(prompt="Q\nAnswer:", max_tokens=1, logprobs=5, min_tokens=1),
+            ChatRequest(prompt="Q\nAnswer:", max_tokens=1, logprobs=5),
+            ChatRequest(prompt="Q", max_tokens=8, min_tokens=1, json_schema=schema),
+            ChatRequest.chat("q", max_tokens=4, min_tokens=1),
+        ]
+    )
+    assert [c.error for c in out] == [None] * 4
+    with_min, plain, structured, chat = srv.posts
+    assert with_min["min_tokens"] == 1 and "min_tokens" not in plain
+    assert structured["min_tokens"] == 1
+    assert structured["structured_outputs"] == {"json": ANSWER_SCHEMA}
+    assert chat["min_tokens"] == 1 and "messages" in chat

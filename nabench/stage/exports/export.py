@@ -1,0 +1,87 @@
+"""`nabench export lm-eval`: write a build's lm-eval tasks for a local folder or a Hub id.
+
+A local build's tasks read its parquet files by absolute path; a Hub build's read the repo
+at a revision: ``--revision``, or the release tag ``v<version>`` of its build.json.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nabench.core.errors import NabenchError
+from nabench.stage.exports.lm_eval_tasks import (
+    DataSource,
+    HubData,
+    LmEvalSpec,
+    LocalData,
+    lm_eval_files,
+)
+from nabench.stage.hub_layout import MANIFEST, swap_into_place
+
+__all__ = ["Exported", "export_lm_eval", "resolve_lm_eval_source"]
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise NabenchError(f"cannot read {path}: {exc}") from None
+    return value
+
+
+def _hub_manifest(repo_id: str, revision: str | None) -> dict[str, Any]:
+    from huggingface_hub import hf_hub_download
+
+    try:
+        path = hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=revision)
+    except Exception as exc:
+        raise NabenchError(f"cannot read {MANIFEST} of {repo_id!r} at {revision}: {exc}") from None
+    return _read_json(Path(path))
+
+
+def resolve_lm_eval_source(
+    build: str | Path, revision: str | None = None
+) -> tuple[LmEvalSpec, DataSource]:
+    """The task spec and data location of a built folder or a Hub dataset id."""
+    path = Path(build)
+    if path.is_dir():
+        if revision:
+            raise NabenchError("--revision applies to a Hub id, not a local build folder")
+        if not (path / MANIFEST).is_file():
+            raise NabenchError(f"{path}: no {MANIFEST} (not a nabench build folder)")
+        return LmEvalSpec.from_manifest(_read_json(path / MANIFEST)), LocalData(path.resolve())
+    if str(build).count("/") != 1:
+        raise NabenchError(f"{build}: neither a build folder nor a Hub id (ORG/NAME)")
+    manifest = _hub_manifest(str(build), revision)
+    spec = LmEvalSpec.from_manifest(manifest)
+    return spec, HubData(str(build), revision or f"v{spec.version.removeprefix('v')}")
+
+
+@dataclass(frozen=True)
+class Exported:
+    spec: LmEvalSpec
+    source: DataSource
+    files: tuple[Path, ...]
+
+
+def export_lm_eval(build: str | Path, out: Path, revision: str | None = None) -> Exported:
+    """Write the tasks into ``out`` (replaced as a whole, atomically)."""
+    spec, source = resolve_lm_eval_source(build, revision)
+    files = lm_eval_files(spec, source)
+    out = Path(out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    tmp.chmod(0o755)
+    try:
+        for rel, data in files.items():
+            (tmp / Path(rel).name).write_bytes(data)  # flat: the folder is --include_path
+        swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Exported(spec, source, tuple(out / Path(rel).name for rel in files))

@@ -1,0 +1,109 @@
+"""lm-eval results as nabench results: a real `--log_samples` run (lm-eval's `dummy` model,
+random log-likelihoods, no weights) mapped onto nabench ids and lm-eval's own `acc`. The
+inspect reader and the three-harness report run against real models in
+test_harness_models.py (inspect's `mockllm` needs a tokenizer download)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from nabench.core.errors import NabenchError
+from nabench.evaluation.external import read_external
+
+GROUP = "nabench_mmlu_na"
+N = 8
+OFFLINE = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def _lm_eval(build: Path, out: Path, tasks: str, *model: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "run", "--include_path", str(build / "lm_eval"),
+         "--tasks", tasks, *model, "--limit", str(N), "--log_samples", "--output_path", str(out)],
+        capture_output=True, text=True, env=OFFLINE, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+
+
+@pytest.fixture(scope="module")
+def lm_eval_dummy(mmlu_na: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("lm-eval")
+    tasks = f"{GROUP}_original,{GROUP}_all_of_the_above,{GROUP}_original_gen"
+    _lm_eval(mmlu_na, out, tasks, "--model", "dummy")
+    return out
+
+
+def test_lm_eval_samples_map_to_nabench_ids_and_lm_evals_own_acc(
+    mmlu_na: Path, lm_eval_dummy: Path
+) -> None:
+    runs = {(r.run, r.config): r for r in read_external(lm_eval_dummy)}
+    assert set(runs) == {
+        ("lm-eval__dummy", "original"),
+        ("lm-eval__dummy", "all_of_the_above"),
+        ("lm-eval__dummy__gen", "original"),
+    }
+    samples = {
+        p.name.split("_20")[0]: [json.loads(line) for line in p.read_text().splitlines()]
+        for p in lm_eval_dummy.rglob("samples_*.jsonl")
+    }
+    for config, k in (("original", 4), ("all_of_the_above", 5)):
+        df = runs["lm-eval__dummy", config].responses
+        rows = pq.read_table(mmlu_na / config / "test-00000-of-00001.parquet").to_pylist()[:N]
+        assert df["id"].tolist() == [r["id"] for r in rows]
+        assert df["gold"].tolist() == ["ABCDE"[r["answer"]] for r in rows]
+        assert (df["n_choices"] == k).all()
+        logged = sorted(samples[f"samples_{GROUP}_{config}"], key=lambda s: s["doc_id"])
+        lls = np.array([[r[0] for r in s["filtered_resps"]] for s in logged], dtype=float)
+        assert df["parsed"].tolist() == ["ABCDE"[i] for i in lls.argmax(axis=1)]
+        assert df["correct"].tolist() == [s["acc"] == 1.0 for s in logged]  # the harness's acc
+        assert np.allclose(df["confidence"], np.exp(lls.max(1)) / np.exp(lls).sum(1))
+    gen = runs["lm-eval__dummy__gen", "original"]
+    assert gen.summary["mode"] == "generate"
+    assert gen.responses["invalid"].all() and (gen.responses["score"] == 0.0).all()
+
+
+def test_unreadable_results_are_one_line_errors(tmp_path: Path) -> None:
+    (tmp_path / "results_x.json").write_text("{not json")
+    with pytest.raises(NabenchError, match="not JSON"):
+        read_external(tmp_path)
+    (tmp_path / "results_x.json").write_text(json.dumps({"configs": {"t": {"metadata": {}}}}))
+    with pytest.raises(NabenchError, match="no lm-eval results of nabench tasks"):
+        read_external(tmp_path)
+
+
+def test_lm_eval_results_reach_the_report_beside_a_nabench_run(
+    mmlu_na: Path, lm_eval_dummy: Path, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    runner = CliRunner()
+    ours = tmp_path / "nabench"
+    res = runner.invoke(
+        main,
+        ["eval", str(mmlu_na), "--config", "original", "--backend", "reference",
+         "--model", "always-a", "--limit", str(N), "--out", str(ours), "--quiet"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = tmp_path / "report"
+    res = runner.invoke(main, ["report", str(ours), str(lm_eval_dummy), "--out", str(out),
+                               "--no-plots"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "report.json").read_text())
+    # the page's tables show the harness runs; its item browser reads nabench run folders only
+    assert "lm-eval__dummy" in (out / "report.html").read_text("utf-8")
+    rows = [r for r in report["configs"] if r["config"] == "original"]
+    assert sorted(r["run"] for r in rows) == [
+        "lm-eval__dummy",
+        "lm-eval__dummy__gen",
+        "reference_always-a",
+    ]
+    assert all(r["n"] == N for r in rows)
