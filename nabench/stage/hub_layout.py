@@ -203,7 +203,11 @@ class StagingArea:
 
 
 def lm_eval_spec(tables: Sequence[StagedTable], manifest: Mapping[str, Any]) -> LmEvalSpec | None:
-    """The lm-eval tasks of a build: its multiple-choice tables, named after the recipe."""
+    """The lm-eval tasks of an NA build: its multiple-choice tables, named after the recipe.
+
+    Artifact and self-knowledge builds carry their own prompts, not question/choices rows."""
+    if manifest.get("kind") != "na":
+        return None
     recipe = manifest.get("recipe") or {}
     name, version = recipe.get("name"), recipe.get("version")
     if not name or not version:
