@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
 
 if TYPE_CHECKING:
@@ -39,17 +39,8 @@ HEADLINE_MD = [
 ]
 
 
-@lru_cache(maxsize=1)
 def _templates() -> Any:
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        keep_trailing_newline=True,
-        autoescape=False,  # Markdown, not HTML
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-    )
+    return markdown_environment(TEMPLATES, trim_blocks=True)
 
 
 def fmt_p(v: object) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from nabench.core.templates import markdown_environment
 from nabench.stage.cards._release import (
     finalize_card,
     finalize_parts,
@@ -17,17 +17,8 @@ from nabench.stage.cards.front_matter import card_yaml, split_front_matter, with
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-@lru_cache(maxsize=1)
 def _templates() -> Any:
-    """One jinja environment per process, so each template is compiled once."""
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        keep_trailing_newline=True,
-        autoescape=False,  # Markdown, not HTML
-        undefined=jinja2.StrictUndefined,
-    )
+    return markdown_environment(TEMPLATES)
 
 
 def size_category(n: int) -> str:
