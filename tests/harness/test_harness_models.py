@@ -25,8 +25,14 @@ N = 10
 OFFLINE = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
 
 
-def _run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env or OFFLINE, timeout=900)
+def _run(
+    cmd: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    # Never from the checkout: its nabench.egg-info (left by `pip install -e .`) shadows the
+    # installed metadata, and inspect_ai then registers the task as `mcq`, not `nabench/mcq`.
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=env or OFFLINE, timeout=900, cwd=cwd
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-4000:]
     return proc
 
@@ -55,7 +61,8 @@ def _lm_eval_hf(build: Path, tasks: str, limit: int, out: Path) -> dict:
             "--log_samples",
             "--output_path",
             str(out),
-        ]
+        ],
+        cwd=out,
     )
     (results,) = out.rglob("results_*.json")  # fmt: skip
     return json.loads(results.read_text())
@@ -103,7 +110,7 @@ def test_three_harnesses_one_report(
     _run([sys.executable, "-m", "inspect_ai", "eval", "nabench/mcq", "-T", f"dataset={mmlu_na}",
           "-T", "config=original", "--model", f"openai-api/llamacpp/{SMOLLM2_ID}",
           "--limit", str(N), "--max-tokens", "16", "--log-dir", str(logs), "--display", "none"],
-         env)  # fmt: skip
+         tmp_path, env)  # fmt: skip
     (inspect_run,) = read_external(logs)
     assert inspect_run.config == "original" and len(inspect_run.responses) == N
     ours = tmp_path / "nabench"
