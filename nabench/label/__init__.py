@@ -16,12 +16,12 @@ import pandas as pd
 import pyarrow as pa
 
 from nabench.core.errors import NabenchError
-from nabench.label.checks import ConfirmationNeeded, LabelingFailed, LabelPlan, estimate_hook
+from nabench.label.checks import LabelingFailed
 from nabench.label.files import check_coverage, read_labels
 from nabench.label.guideline import Guideline, load_guideline
 from nabench.label.labeler import LabelRun, label_items, label_plan
 from nabench.label.records import LABEL_ARROW, LabelRecord
-from nabench.llm import ResponseCache, make_engine
+from nabench.llm import ResponseCache, estimate_hook, make_engine
 from nabench.llm.options import default_cache_path, make_backend
 
 
@@ -151,11 +151,9 @@ def resolve_label_source(
 
 __all__ = [
     "LABEL_ARROW",
-    "ConfirmationNeeded",
     "FileLabels",
     "Guideline",
     "LLMLabels",
-    "LabelPlan",
     "LabelRecord",
     "LabelRun",
     "LabelSource",

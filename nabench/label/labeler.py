@@ -9,10 +9,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from nabench.label.checks import LabelPlan, check_transport
+from nabench.label.checks import check_transport, label_job
 from nabench.label.guideline import Guideline, format_item
 from nabench.label.records import LABEL_ARROW
-from nabench.llm import Backend, ChatRequest, ChunkHook, ResponseCache, complete_json, count_cached
+from nabench.llm import (
+    Backend,
+    ChatRequest,
+    ChunkHook,
+    JobPlan,
+    ResponseCache,
+    complete_json,
+    count_cached,
+)
 
 
 @dataclass(frozen=True)
@@ -44,13 +52,13 @@ def label_plan(
     cache: ResponseCache,
     guideline: Guideline,
     max_tokens: int = 128,
-) -> LabelPlan:
+) -> JobPlan:
     """What `label_items` would send to the model for `items` (nothing is sent)."""
     requests = label_requests(items, guideline, max_tokens)
     cached = count_cached(
         backend, cache, requests, guideline.output_schema(), _namespace(guideline)
     )
-    return LabelPlan(f"{backend.name}:{backend.model_id}", len(requests), cached)
+    return label_job(f"{backend.name}:{backend.model_id}", len(requests), cached)
 
 
 def label_items(

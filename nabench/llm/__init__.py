@@ -20,6 +20,7 @@ from ._json import (
 from ._local import LocalBackend
 from ._models import SMOLLM2_ID, default_hf_dir, model_id_from_path, smollm2_gguf_path
 from ._openai import OpenAIBackend
+from ._plan import CONFIRM_ABOVE, ConfirmationNeeded, JobPlan, estimate_hook
 from ._ray import RayEngine, RaySettings, chat_payload
 from ._registry import BACKENDS, get_backend, register_backend
 from ._run import ChunkHook, run_cached, write_json_atomic, write_stats
@@ -37,13 +38,16 @@ from ._vllm import VLLMBackend, sample_runs, vllm_cpu_env
 
 __all__ = [
     "BACKENDS",
+    "CONFIRM_ABOVE",
     "ENGINES",
     "SMOLLM2_ID",
     "Backend",
     "ChatRequest",
     "ChunkHook",
     "Completion",
+    "ConfirmationNeeded",
     "Engine",
+    "JobPlan",
     "JsonBatch",
     "JsonResult",
     "LocalBackend",
@@ -63,6 +67,7 @@ __all__ = [
     "convert_gguf_to_hf",
     "count_cached",
     "default_hf_dir",
+    "estimate_hook",
     "free_port",
     "get_backend",
     "llama_server_command",

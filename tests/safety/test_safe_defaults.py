@@ -16,9 +16,8 @@ import pytest
 from safety_helpers import build_args, http_server, nabench, nabench_process
 
 from nabench.core.errors import NabenchError
-from nabench.label import LabelPlan
-from nabench.label.checks import CONFIRM_ABOVE, ConfirmationNeeded, estimate_hook
-from nabench.llm import free_port
+from nabench.label.checks import label_job
+from nabench.llm import CONFIRM_ABOVE, ConfirmationNeeded, estimate_hook, free_port
 from nabench.publish.git import check_tag_name
 from nabench.stage.hub_layout import write_parquet
 
@@ -55,9 +54,9 @@ def test_mmlu_na_with_nothing_cached_prints_the_plan_and_stops(
 
 
 def test_plan_gate_and_measured_estimate(capsys: pytest.CaptureFixture[str]) -> None:
-    LabelPlan("local:m", CONFIRM_ABOVE + 10, 10).require_confirmation(confirmed=False)  # short
+    label_job("local:m", CONFIRM_ABOVE + 10, 10).require_confirmation(confirmed=False)  # short
     assert capsys.readouterr().err == ""
-    plan = LabelPlan("local:m", 1000, 100)
+    plan = label_job("local:m", 1000, 100)
     with pytest.raises(ConfirmationNeeded, match="--labels llm"):
         plan.require_confirmation(confirmed=False)
     plan.require_confirmation(confirmed=True)
