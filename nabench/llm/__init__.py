@@ -15,6 +15,7 @@ from ._json import (
     complete_json,
     complete_json_batches,
     count_cached,
+    count_cached_batches,
     parse_json,
 )
 from ._local import LocalBackend
@@ -23,7 +24,7 @@ from ._openai import OpenAIBackend
 from ._plan import CONFIRM_ABOVE, ConfirmationNeeded, JobPlan, estimate_hook
 from ._ray import RayEngine, RaySettings, chat_payload
 from ._registry import BACKENDS, get_backend, register_backend
-from ._run import ChunkHook, run_cached, write_json_atomic, write_stats
+from ._run import ChunkHook, count_hits, run_cached, write_json_atomic, write_stats
 from ._server import free_port, llama_server_command, local_server, vllm_server
 from ._types import (
     Backend,
@@ -66,6 +67,8 @@ __all__ = [
     "complete_json_batches",
     "convert_gguf_to_hf",
     "count_cached",
+    "count_cached_batches",
+    "count_hits",
     "default_hf_dir",
     "estimate_hook",
     "free_port",

@@ -158,6 +158,13 @@ class JsonBatch:
     schema: Mapping[str, Any] | str
 
 
+def count_cached_batches(
+    backend: Backend, cache: ResponseCache, batches: Iterable[JsonBatch], namespace: str = ""
+) -> int:
+    """`count_cached` over batches that each carry their own schema."""
+    return sum(count_cached(backend, cache, b.requests, b.schema, namespace) for b in batches)
+
+
 def complete_json_batches(
     backend: Backend,
     cache: ResponseCache,

@@ -23,6 +23,14 @@ DEFAULT_CHUNK_SIZE = 32
 ChunkHook = Callable[[int, int, float], None]
 
 
+def count_hits(
+    backend: Backend, cache: ResponseCache, requests: Sequence[ChatRequest], namespace: str = ""
+) -> int:
+    """How many distinct `requests` `run_cached` would answer from `cache` (for a plan)."""
+    keys = {cache.key(backend.model_id, r, namespace) for r in requests}
+    return len(cache.get_many(list(keys)))
+
+
 def run_cached(
     backend: Backend,
     requests: Sequence[ChatRequest],

@@ -37,8 +37,11 @@ from nabench.llm import (
     Backend,
     ChatRequest,
     Completion,
+    JobPlan,
     ResponseCache,
     RunStats,
+    count_hits,
+    estimate_hook,
     make_engine,
     run_cached,
     write_stats,
@@ -219,6 +222,14 @@ def sample(
         backend.engine = make_engine(spec.engine, spec.ray)
     try:
         with ResponseCache(options.cache or default_cache_path()) as cache:
+            distinct = len({cache.key(backend.model_id, r, NAMESPACE) for r in requests})
+            job = JobPlan(
+                f"sample {len(requests):,} answer(s) ({spec.n} per variant of an item)",
+                backend.model_id,
+                distinct,
+                count_hits(backend, cache, requests, NAMESPACE),
+            )
+            job.require_confirmation(options.yes)
             comps, stats = run_cached(
                 backend,
                 requests,
@@ -226,6 +237,7 @@ def sample(
                 namespace=NAMESPACE,
                 chunk_size=spec.chunk_size,
                 progress=options.progress,
+                on_chunk=estimate_hook(job),
             )
     finally:
         backend.close()

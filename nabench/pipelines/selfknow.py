@@ -19,7 +19,7 @@ that cache, so a rerun makes no call, and a killed run resumes with only the mis
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,19 @@ from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, get_backend, write_stats
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, build_protocol
 from nabench.schemas.protocol import Protocol
-from nabench.selfknow.classify import ClassificationResult, ClassificationSettings, classify_tasks
-from nabench.selfknow.generate import GenerationResult, GenerationSettings, generate_tasks
+from nabench.selfknow.classify import (
+    ClassificationResult,
+    ClassificationSettings,
+    classification_job,
+    classify_tasks,
+)
+from nabench.selfknow.generate import (
+    GenerationResult,
+    GenerationSettings,
+    generate_tasks,
+    generation_job,
+    plan_slots,
+)
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, selfknow_metrics
 from nabench.selfknow.prompts import PromptSet, load_prompts
 from nabench.selfknow.recipe import ModelSpec, SelfKnowRecipe
@@ -129,8 +140,14 @@ def run_selfknow(
     taxonomy: Taxonomy | None = None,
     prompts: PromptSet | None = None,
     protocol: Protocol | None = None,
+    confirmed: bool = True,
 ) -> SelfKnowRun:
-    """Run the whole study for ``recipe`` into ``out`` (see the module docstring)."""
+    """Run the whole study for ``recipe`` into ``out`` (see the module docstring).
+
+    Unless ``confirmed``, a long model job stops with its plan (`ConfirmationNeeded`): once
+    before generating (the generation requests plus one classification per slot, the most
+    the classification can cost) and, with the tasks known, before classifying.
+    """
     taxonomy = taxonomy or load_taxonomy()
     prompts = prompts or load_prompts()
     seed = recipe.seed if seed is None else seed
@@ -147,11 +164,21 @@ def run_selfknow(
         gen_backend = open_backend(recipe.generator)
         cls_backend: Backend | None = None
         try:
+            gen_settings = generation_settings(recipe, n_per_class, seed)
+            job = generation_job(
+                gen_backend, cache, gen_settings, taxonomy=taxonomy, prompts=prompts
+            )
+            if job.to_compute:  # new tasks: none of their classifications can be cached
+                slots = len(plan_slots(n_per_class, gen_settings.styles, seed, taxonomy))
+                job = replace(
+                    job, task=f"{job.task} and classify them", requests=job.requests + slots
+                )
+            job.require_confirmation(confirmed)
             with clock("generate"):
                 generation = generate_tasks(
                     gen_backend,
                     cache,
-                    generation_settings(recipe, n_per_class, seed),
+                    gen_settings,
                     taxonomy=taxonomy,
                     prompts=prompts,
                     progress=progress,
@@ -162,11 +189,20 @@ def run_selfknow(
                 else:  # cross-model: free the generator before loading the classifier
                     gen_backend.close()
                     cls_backend = open_backend(classifier_spec)
+                cls_settings = classification_settings(recipe, seed)
+                classification_job(
+                    cls_backend,
+                    cache,
+                    generation.tasks,
+                    cls_settings,
+                    taxonomy=taxonomy,
+                    prompts=prompts,
+                ).require_confirmation(confirmed)
                 classification = classify_tasks(
                     cls_backend,
                     cache,
                     generation.tasks,
-                    classification_settings(recipe, seed),
+                    cls_settings,
                     taxonomy=taxonomy,
                     prompts=prompts,
                     progress=progress,
@@ -275,6 +311,7 @@ def build_selfknow(recipe: SelfKnowRecipe, options: BuildOptions) -> BuildResult
         cache_path=getattr(options, "cache", None),
         progress=options.progress,
         protocol=protocol,
+        confirmed=options.yes,
     )
     counts = {
         "tasks": {SPLIT: run.generation.tasks.num_rows},

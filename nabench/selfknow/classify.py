@@ -31,10 +31,12 @@ from nabench.core.errors import NabenchError
 from nabench.llm import (
     Backend,
     ChatRequest,
+    JobPlan,
     JsonBatch,
     ResponseCache,
     RunStats,
     complete_json_batches,
+    count_cached_batches,
 )
 from nabench.schemas import arrow_schema
 from nabench.selfknow.generate import is_no_reason
@@ -229,6 +231,29 @@ def _tally(summary: ClassificationSummary, valid: bool, task_class: str, mapped:
     return None
 
 
+def _namespace(prompts: PromptSet, taxonomy: Taxonomy) -> str:
+    return f"{CLASSIFICATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
+
+
+def classification_job(
+    backend: Backend,
+    cache: ResponseCache,
+    tasks: pa.Table | pd.DataFrame,
+    settings: ClassificationSettings,
+    *,
+    taxonomy: Taxonomy | None = None,
+    prompts: PromptSet | None = None,
+) -> JobPlan:
+    """What `classify_tasks` would send for ``tasks`` (nothing is sent)."""
+    taxonomy = taxonomy or load_taxonomy()
+    prompts = prompts or load_prompts()
+    rows = _frame(tasks).to_dict("records")
+    styles, seeds = _styles_and_seeds(rows, settings)
+    batches = _batches(rows, styles, seeds, settings, prompts, reasons_list(prompts, taxonomy))
+    cached = count_cached_batches(backend, cache, batches, _namespace(prompts, taxonomy))
+    return JobPlan(f"classify {len(rows):,} task(s)", backend.model_id, len(rows), cached)
+
+
 def classify_tasks(
     backend: Backend,
     cache: ResponseCache,
@@ -247,7 +272,7 @@ def classify_tasks(
     taxonomy = taxonomy or load_taxonomy()
     prompts = prompts or load_prompts()
     rows = _frame(tasks).to_dict("records")
-    namespace = f"{CLASSIFICATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
+    namespace = _namespace(prompts, taxonomy)
     styles, seeds = _styles_and_seeds(rows, settings)
     batches = _batches(rows, styles, seeds, settings, prompts, reasons_list(prompts, taxonomy))
     results, stats = complete_json_batches(

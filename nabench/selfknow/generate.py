@@ -55,10 +55,12 @@ from nabench.core.errors import NabenchError
 from nabench.llm import (
     Backend,
     ChatRequest,
+    JobPlan,
     JsonBatch,
     ResponseCache,
     RunStats,
     complete_json_batches,
+    count_cached_batches,
 )
 from nabench.schemas import arrow_schema
 from nabench.selfknow.prompts import (
@@ -398,16 +400,18 @@ class _Context:
     progress: bool
 
 
-def _ask(ctx: _Context, groups: list[list[Slot]]) -> tuple[list[Any], RunStats]:
-    """One JSON result per group (requests sharing a schema go together)."""
+def generation_batches(
+    groups: list[list[Slot]], settings: GenerationSettings, prompts: PromptSet, taxonomy: Taxonomy
+) -> list[JsonBatch]:
+    """One JSON batch per (style, group size): its requests share a schema."""
     by_schema: dict[tuple[str, int], list[int]] = {}
     for g, group in enumerate(groups):
         by_schema.setdefault((group[0].style, len(group)), []).append(g)
-    s = ctx.settings
-    batches = [
+    s = settings
+    return [
         JsonBatch(
             members=members,
-            requests=[generation_request(groups[g], s, ctx.prompts, ctx.taxonomy) for g in members],
+            requests=[generation_request(groups[g], s, prompts, taxonomy) for g in members],
             schema=generation_schema(
                 style,  # type: ignore[arg-type]
                 s.max_task_chars,
@@ -417,10 +421,40 @@ def _ask(ctx: _Context, groups: list[list[Slot]]) -> tuple[list[Any], RunStats]:
         )
         for (style, size), members in by_schema.items()
     ]
+
+
+def generation_job(
+    backend: Backend,
+    cache: ResponseCache,
+    settings: GenerationSettings,
+    *,
+    taxonomy: Taxonomy | None = None,
+    prompts: PromptSet | None = None,
+) -> JobPlan:
+    """What the first round of `generate_tasks` would send (nothing is sent); refill rounds
+    come on top, for slots whose task was quarantined."""
+    taxonomy = taxonomy or load_taxonomy()
+    prompts = prompts or load_prompts()
+    plan = plan_slots(settings.n_per_class, settings.styles, settings.seed, taxonomy)
+    batches = generation_batches(
+        group_slots(plan, settings.batch_size), settings, prompts, taxonomy
+    )
+    cached = count_cached_batches(backend, cache, batches, _namespace(prompts, taxonomy))
+    requests = sum(len(b.requests) for b in batches)
+    return JobPlan(f"generate {len(plan):,} task(s)", backend.model_id, requests, cached)
+
+
+def _namespace(prompts: PromptSet, taxonomy: Taxonomy) -> str:
+    return f"{GENERATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
+
+
+def _ask(ctx: _Context, groups: list[list[Slot]]) -> tuple[list[Any], RunStats]:
+    """One JSON result per group (requests sharing a schema go together)."""
+    s = ctx.settings
     return complete_json_batches(
         ctx.backend,
         ctx.cache,
-        batches,
+        generation_batches(groups, s, ctx.prompts, ctx.taxonomy),
         total=len(groups),
         max_attempts=s.max_attempts,
         namespace=ctx.namespace,
@@ -577,7 +611,7 @@ def generate_tasks(
     taxonomy = taxonomy or load_taxonomy()
     prompts = prompts or load_prompts()
     plan = plan_slots(settings.n_per_class, settings.styles, settings.seed, taxonomy)
-    namespace = f"{GENERATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
+    namespace = _namespace(prompts, taxonomy)
     ctx = _Context(backend, cache, settings, taxonomy, prompts, namespace, progress)
     common = {
         "prompt_version": prompts.version,

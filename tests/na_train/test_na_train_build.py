@@ -77,7 +77,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> dict[str,
     root = tmp_path_factory.mktemp("na_train")
     out, cache = root / "mmlu-na-train", root / "cache.sqlite"
     cmd = build_cmd(mmlu_dir, out, cache, labels_file(root / "labels.csv"))
-    first = run(cmd)
+    first = run([*cmd, "--yes"])  # 102 samples to compute: a long job needs consent
     return {"out": out, "cmd": cmd, "stdout": first.stdout, "stats": stats(out)}
 
 
@@ -133,7 +133,23 @@ def test_rows_hold_the_invariants(built: dict[str, Any], mmlu_dir: Path) -> None
     assert "not stated — fill in" in card and "exact matches 0" in card
 
 
+def test_sampling_with_nothing_cached_prints_the_plan_and_stops(
+    built: dict[str, Any], mmlu_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "not-started"
+    cmd = build_cmd(mmlu_dir, out, tmp_path / "empty.sqlite", labels_file(tmp_path / "l.csv"))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    n = load(built["out"], "samples").num_rows  # what the consented build sampled
+    assert f"plan: sample {n:,} answer(s) (2 per variant of an item) with " in done.stderr
+    assert f"plan: cached 0, to compute {n:,} request(s)" in done.stderr
+    (error,) = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert "long model job" in error and "--yes" in error
+    assert not out.exists() and not (tmp_path / "not-started.stats.json").exists()
+
+
 def test_rerun_makes_no_model_call(built: dict[str, Any]) -> None:
+    """Without --yes: a job the cache answers whole needs no consent."""
     before = json.loads((built["out"] / "build.json").read_text())["files"]
     run(built["cmd"])
     again = stats(built["out"])

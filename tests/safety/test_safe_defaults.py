@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from safety_helpers import build_args, http_server, nabench, nabench_process
+import yaml
+from safety_helpers import REPO, build_args, http_server, nabench, nabench_process
 
 from nabench.core.errors import NabenchError
 from nabench.label.checks import label_job
@@ -51,6 +52,28 @@ def test_mmlu_na_with_nothing_cached_prints_the_plan_and_stops(
     assert len(run.errors) == 1 and "--labels llm" in run.errors[0] and "--yes" in run.errors[0]
     assert not out.exists()
     assert cpu < 30, cpu  # loading + auditing MMLU; no model was loaded or called
+
+
+def test_selfknow_with_nothing_cached_prints_the_plan_and_stops(tmp_path: Path) -> None:
+    """The shipped recipe: 50 tasks per class, 2 classes, 2 prompt styles, one task per
+    request, and one classification per task."""
+    recipe = yaml.safe_load((REPO / "nabench" / "recipes" / "selfknow.yaml").read_text())
+    gen = recipe["generator"]
+    assert gen["batch_size"] == 1
+    slots = gen["n_per_class"] * 2 * len(gen["styles"])
+    out = tmp_path / "sk"
+    t0 = time.process_time()
+    run = nabench("build", "selfknow", "--out", str(out), "--quiet")
+    cpu = time.process_time() - t0
+    assert run.code == 2, run.stderr
+    assert f"plan: generate {slots:,} task(s) and classify them with SmolLM2-135M" in run.stderr
+    assert f"plan: cached 0, to compute {2 * slots:,} request(s)" in run.stderr
+    assert len(run.errors) == 1 and "--yes" in run.errors[0], run.stderr
+    assert not out.exists()
+    assert cpu < 10, cpu  # no model was loaded or called
+    # README: `--limit 10` (80 requests) still asks
+    run = nabench("build", "selfknow", "--limit", "10", "--out", str(out), "--quiet")
+    assert run.code == 2 and "to compute 80 request(s)" in run.stderr, run.stderr
 
 
 def test_plan_gate_and_measured_estimate(capsys: pytest.CaptureFixture[str]) -> None:
