@@ -67,6 +67,13 @@ __all__ = ["eval_cmd", "report_cmd"]
     show_default=True,
     help="Top-k log-probs requested (loglik mode).",
 )
+@click.option(
+    "--protocol",
+    help="A paper's protocol preset (na-paper, artifacts-paper, nabench): its prompt, decoding, "
+    "answer rule, invalid-answer score and confidence replace the defaults; recorded in "
+    "run.json and every summary. Not combinable with --max-tokens, --invalid-credit, "
+    "--mode or --prompt-format.",
+)
 @run_options(max_tokens=DEFAULT_MAX_TOKENS, chunk_size=32, max_attempts=False)
 def eval_cmd(
     dataset: str,
@@ -84,8 +91,11 @@ def eval_cmd(
     logprobs_k: int,
     chunk_size: int,
     quiet: bool,
+    protocol: str | None,
 ) -> None:
     """Evaluate DATASET (built folder or Hub id) with a model or a reference strategy."""
+    if protocol is not None:
+        _refuse_overrides(protocol, ("max_tokens", "invalid_credit", "mode", "prompt_format"))
 
     results = run_eval(
         EvalOptions(
@@ -109,6 +119,7 @@ def eval_cmd(
             logprobs_k=logprobs_k,
             chunk_size=chunk_size,
             progress=not quiet,
+            protocol=protocol,
         )
     )
     for r in results:
@@ -121,6 +132,19 @@ def eval_cmd(
         )
     if results:
         click.echo(f"wrote {results[0].parquet.parent}")
+
+
+def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
+    """A preset fixes these settings: giving one on the command line as well is an error,
+    not a silent choice between the two."""
+    ctx = click.get_current_context()
+    given = [
+        f"--{n.replace('_', '-')}"
+        for n in names
+        if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise click.UsageError(f"--protocol {protocol} sets {', '.join(given)} itself")
 
 
 @click.command("report")

@@ -16,9 +16,10 @@ from numpy.typing import NDArray
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
 from nabench.core.version import __version__
+from nabench.evaluation.answer_rules import authors_prefix_code
 from nabench.evaluation.items import EvalItems, RowKind
 from nabench.evaluation.parsing import INVALID, parse_answers, parse_bool
-from nabench.evaluation.producers import Produced, renormalise
+from nabench.evaluation.producers import Produced, renormalise, selected_token_confidence
 from nabench.evaluation.prompts import LETTERS, PROMPT_VERSION, Mode
 from nabench.evaluation.scoring import (
     DEFAULT_INVALID_CREDIT,
@@ -28,12 +29,21 @@ from nabench.evaluation.scoring import (
     score_codes,
 )
 from nabench.llm import write_json_atomic
+from nabench.schemas.protocol import ScoringPreset
 from nabench.stats.inference import accuracy_ci, json_safe
 
 __all__ = ["score_outputs", "summarise", "write_config_results"]
 
 
-def _parse_letters(raw: Sequence[str], n_choices: NDArray[np.int64]) -> NDArray[np.int64]:
+def _parse_letters(
+    raw: Sequence[str], n_choices: NDArray[np.int64], scoring: ScoringPreset | None = None
+) -> NDArray[np.int64]:
+    if scoring is not None and scoring.answer_rule == "authors_prefix":
+        window = scoring.answer_window
+        pairs = zip(raw, n_choices.tolist(), strict=True)
+        return np.fromiter(
+            (authors_prefix_code(t, int(k), window) for t, k in pairs), np.int64, len(raw)
+        )
     codes = np.empty(len(raw), dtype=np.int64)
     values = np.asarray(raw, dtype=object)
     for k in np.unique(n_choices):
@@ -47,8 +57,15 @@ def score_outputs(
     produced: Produced,
     model_id: str,
     invalid_credit: float = DEFAULT_INVALID_CREDIT,
+    scoring: ScoringPreset | None = None,
 ) -> pd.DataFrame:
-    """Parse and score raw outputs: the responses table (one row per item)."""
+    """Parse and score raw outputs: the responses table (one row per item).
+
+    ``scoring`` (a protocol's) picks the answer rule; with per-token log-probs
+    (``produced.token_logprobs``) ``confidence`` is the renormalised top-k share of the
+    selected letter at its answer token and ``confidence_selected_token`` that token's
+    probability (see `selected_token_confidence`).
+    """
     batch = items.batch
     n = len(batch)
     if len(produced.raw_outputs) != len(items.rows):
@@ -83,7 +100,15 @@ def score_outputs(
                     confidence[i] = float(probs[codes[i]])
             extra["option_logprobs"] = [list(map(float, x)) for x in produced.option_logprobs]
         else:
-            codes = _parse_letters(produced.raw_outputs, n_choices)
+            codes = _parse_letters(produced.raw_outputs, n_choices, scoring)
+            if produced.token_logprobs is not None:
+                token_p = np.full(n, np.nan)
+                for i, (toks, c) in enumerate(zip(produced.token_logprobs, codes, strict=True)):
+                    letter = None if c == INVALID else LETTERS[int(c)]
+                    token_p[i], confidence[i] = selected_token_confidence(
+                        toks, letter, int(n_choices[i])
+                    )
+                extra["confidence_selected_token"] = token_p
         scores = score_codes(codes, batch.gold, invalid_credit)
         invalid = codes == INVALID
         parsed = [None if c == INVALID else LETTERS[c] for c in codes.tolist()]

@@ -44,7 +44,15 @@ from nabench.evaluation.prompts import (
     mc_request,
 )
 from nabench.evaluation.strategies import Strategy
-from nabench.llm import Backend, ChatRequest, Completion, ResponseCache, run_cached
+from nabench.llm import (
+    Backend,
+    ChatRequest,
+    Completion,
+    ResponseCache,
+    TokenLogprob,
+    run_cached,
+)
+from nabench.schemas.protocol import DecodingPreset
 
 __all__ = [
     "ModelProducer",
@@ -54,6 +62,7 @@ __all__ = [
     "backend_endpoint",
     "option_logprobs",
     "renormalise",
+    "selected_token_confidence",
 ]
 
 _TOKEN_STRIP = " \t\n\r()."
@@ -76,6 +85,8 @@ class Produced:
     elapsed_s: float = 0.0
     retries: int = 0  # transport retries the backend made (5xx, timeouts)
     errors: int = 0
+    # generate mode with per-token log-probs (a protocol's `selected_token_probability`)
+    token_logprobs: list[tuple[TokenLogprob, ...] | None] | None = None
 
 
 class Producer(Protocol):
@@ -96,6 +107,9 @@ class StrategyProducer:
     strategy: Strategy
     backend_name: str = "reference"
     mode: Mode = "generate"
+    # How a choice is written: the form the run's answer rule reads ("(A)" for the
+    # artifacts authors' rule, which reads only "(L)" in the first characters).
+    answer_format: str = "Answer: {}"
 
     @property
     def model_id(self) -> str:
@@ -108,7 +122,7 @@ class StrategyProducer:
             judged = chosen[items.row_item] == items.row_option
             raw = ["Answer: True" if j else "Answer: False" for j in judged.tolist()]
         else:
-            raw = [f"Answer: {LETTERS[c]}" for c in chosen.tolist()]
+            raw = [self.answer_format.format(LETTERS[c]) for c in chosen.tolist()]
         return Produced(raw, elapsed_s=time.perf_counter() - t0)
 
 
@@ -137,6 +151,23 @@ def option_logprobs(
     return out
 
 
+def selected_token_confidence(
+    tokens: Sequence[TokenLogprob] | None, letter: str | None, n_choices: int
+) -> tuple[float, float]:
+    """(token probability, renormalised top-k share) of the selected option ``letter`` at
+    the last generated token that reads as that letter (stripped as in `option_logprobs`):
+    the NA study's confidence, and nabench's renormalised value at the same position.
+    NaN for both where the output holds no such token (or no log-probs came back)."""
+    if not tokens or letter is None:
+        return math.nan, math.nan
+    for tok in reversed(tokens):
+        if tok.token.strip(_TOKEN_STRIP) == letter:
+            probs = renormalise(option_logprobs(tok.top, n_choices))
+            share = math.nan if probs is None else float(probs[LETTERS.index(letter)])
+            return math.exp(tok.logprob), share
+    return math.nan, math.nan
+
+
 def renormalise(logprobs: Sequence[float]) -> NDArray[np.float64] | None:
     """Probabilities over the options (softmax of the log-probs); None if all are -inf."""
     x = np.asarray(logprobs, dtype=np.float64)
@@ -159,6 +190,8 @@ class ModelProducer:
     chunk_size: int = 32
     progress: bool = True
     prompt_format: PromptFormat = "nabench"
+    decoding: DecodingPreset | None = None  # a protocol's decoding (generate mode)
+    token_logprobs: bool = False  # per-token top-k log-probs of each generation
 
     @property
     def model_id(self) -> str:
@@ -197,12 +230,20 @@ class ModelProducer:
                     self.max_tokens,
                     self.logprobs_k,
                     self.prompt_format,
+                    self.decoding,
+                    self.token_logprobs,
                 )
                 for q, cs in zip(rows["question"], rows["choices"], strict=True)
             ]
         return [
             artifact_request(
-                str(p), None if pd.isna(s) else str(s), self.mode, self.max_tokens, self.logprobs_k
+                str(p),
+                None if pd.isna(s) else str(s),
+                self.mode,
+                self.max_tokens,
+                self.logprobs_k,
+                self.decoding,
+                self.token_logprobs,
             )
             for p, s in zip(rows["prompt"], rows["stop"], strict=True)
         ]
@@ -232,8 +273,16 @@ class ModelProducer:
                 _first_token_options(c, int(k), self.backend.name, prefix)
                 for c, k in zip(comps, n_choices, strict=True)
             ]
+        tokens = [c.logprobs for c in comps] if self.token_logprobs else None
         return Produced(
-            raw, lps, stats.calls, stats.cache_hits, stats.elapsed_s, stats.retries, stats.errors
+            raw,
+            lps,
+            stats.calls,
+            stats.cache_hits,
+            stats.elapsed_s,
+            stats.retries,
+            stats.errors,
+            tokens,
         )
 
 

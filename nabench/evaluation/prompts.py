@@ -16,6 +16,10 @@ silently mixing protocols.
   tokens that are exactly ``" A"``, ``" B"``, … (the harness's continuations, its target
   delimiter ``" "`` + letter). One forward pass per item where the harness makes one
   log-likelihood request per option.
+* ``--protocol NAME`` (generate mode): the preset's decoding replaces the defaults: its
+  prompt (``zero_shot_cot``: :func:`cot_prompt`; ``answer_only``: :func:`letter_prompt`),
+  temperature, top-p and token bounds; with ``logprobs`` each generated token's top-k
+  log-probabilities come back, for the confidence of the selected option.
 * Artifact rows (columns ``prompt`` / ``target`` / ``stop``) are raw completion prompts
   written by the artifact builder and used exactly as they are. In loglik mode ``" ("``
   is appended so that the next token is the option letter (the prompts end with
@@ -26,9 +30,10 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from nabench.llm import ChatRequest
+from nabench.schemas.protocol import DecodingPreset
 
 __all__ = [
     "DEFAULT_LOGPROBS_K",
@@ -103,8 +108,11 @@ def mc_request(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     logprobs_k: int = DEFAULT_LOGPROBS_K,
     prompt_format: PromptFormat = "nabench",
+    decoding: DecodingPreset | None = None,
+    logprobs: bool = False,
 ) -> ChatRequest:
-    """The request for one multiple-choice row (greedy decoding)."""
+    """The request for one multiple-choice row (greedy decoding unless a protocol's
+    ``decoding`` says otherwise; ``logprobs``: per-token top-k log-probs of the generation)."""
     if prompt_format == "lm-eval":
         if mode != "loglik":
             raise ValueError("the lm-eval prompt format is scored by log-probabilities (loglik)")
@@ -114,11 +122,28 @@ def mc_request(
             logprobs=logprobs_k,
             min_tokens=1,  # the letters' log-probs even where end-of-text is likeliest
         )
+    if decoding is not None:
+        if mode != "generate":
+            raise ValueError("a protocol's decoding is for generate mode")
+        prompt = cot_prompt if decoding.prompt == "zero_shot_cot" else letter_prompt
+        return ChatRequest.chat(
+            prompt(question, choices), **_sampling(decoding, logprobs_k if logprobs else None)
+        )
     if mode == "generate":
         return ChatRequest.chat(cot_prompt(question, choices), max_tokens=max_tokens)
     if mode == "loglik":
         return ChatRequest.chat(letter_prompt(question, choices), max_tokens=1, logprobs=logprobs_k)
     raise ValueError(f"unknown mode {mode!r}")
+
+
+def _sampling(decoding: DecodingPreset, logprobs: int | None) -> dict[str, Any]:
+    return {
+        "temperature": decoding.temperature,
+        "top_p": decoding.top_p,
+        "min_tokens": decoding.min_tokens,
+        "max_tokens": decoding.max_tokens,
+        "logprobs": logprobs,
+    }
 
 
 def artifact_request(
@@ -127,9 +152,18 @@ def artifact_request(
     mode: Mode,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     logprobs_k: int = DEFAULT_LOGPROBS_K,
+    decoding: DecodingPreset | None = None,
+    logprobs: bool = False,
 ) -> ChatRequest:
-    """A raw completion request from an artifact row's own ``prompt`` and ``stop``."""
+    """A raw completion request from an artifact row's own ``prompt`` and ``stop`` (a
+    protocol's ``decoding`` sets sampling and token bounds; its prompt style does not apply)."""
     stops: tuple[str, ...] = () if not stop else (stop,) if isinstance(stop, str) else tuple(stop)
+    if decoding is not None:
+        if mode != "generate":
+            raise ValueError("a protocol's decoding is for generate mode")
+        return ChatRequest(
+            prompt=prompt, stop=stops, **_sampling(decoding, logprobs_k if logprobs else None)
+        )
     if mode == "generate":
         return ChatRequest(prompt=prompt, stop=stops, max_tokens=max_tokens)
     if mode == "loglik":

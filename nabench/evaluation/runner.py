@@ -14,7 +14,7 @@ items; ``labels``: NA-applicability labels) and skips them, ``fewshot`` and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from nabench.evaluation.scoring import DEFAULT_INVALID_CREDIT
 from nabench.evaluation.strategies import get_strategy
 from nabench.llm import Backend, ResponseCache
 from nabench.llm.options import default_cache_path, make_backend
+from nabench.schemas.protocol import Protocol, ScoringPreset, get_protocol
 
 __all__ = [
     "NON_EVAL_CONFIGS",
@@ -85,10 +86,11 @@ def evaluate_config(
     run_dir: Path,
     invalid_credit: float = DEFAULT_INVALID_CREDIT,
     meta: dict[str, Any] | None = None,
+    scoring: ScoringPreset | None = None,
 ) -> ConfigResult:
     """Answers → parse → score → write for one config (the one code path of every run)."""
     produced = producer.produce(items)
-    responses = score_outputs(items, produced, producer.model_id, invalid_credit)
+    responses = score_outputs(items, produced, producer.model_id, invalid_credit, scoring)
     summary = summarise(
         responses,
         config=items.config,
@@ -129,6 +131,37 @@ class EvalOptions:
     progress: bool = True
     backend_options: dict[str, Any] = field(default_factory=dict)
     prompt_format: PromptFormat = "nabench"
+    # A named preset (`--protocol`): its decoding and scoring replace max_tokens and
+    # invalid_credit; None keeps nabench's defaults (the `nabench` preset's values).
+    protocol: str | None = None
+
+
+def eval_protocol(options: EvalOptions) -> Protocol | None:
+    """The preset `options.protocol` names, checked against the mode it needs."""
+    if options.protocol is None:
+        return None
+    protocol = get_protocol(options.protocol)
+    if "eval" not in protocol.applies_to:
+        raise NabenchError(
+            f"protocol {protocol.name!r} applies to {', '.join(protocol.applies_to)}, not eval"
+        )
+    if options.mode != "generate" or options.prompt_format != "nabench":
+        raise NabenchError(
+            f"--protocol {protocol.name}: its decoding is generation with nabench's prompts "
+            "(--mode generate, --prompt-format nabench)"
+        )
+    return protocol
+
+
+def protocol_options(options: EvalOptions, protocol: Protocol | None) -> EvalOptions:
+    """`options` with the preset's token bound and invalid-answer score."""
+    if protocol is None:
+        return options
+    if protocol.decoding is not None:
+        options = replace(options, max_tokens=protocol.decoding.max_tokens)
+    if protocol.scoring is not None:
+        options = replace(options, invalid_credit=protocol.scoring.invalid_score)
+    return options
 
 
 def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -> list[str]:
@@ -173,13 +206,21 @@ def load_rows(dataset: str, config: str, split: str | None, revision: str | None
     return dd[split].to_pandas()
 
 
-def _producer(options: EvalOptions) -> tuple[Producer, ResponseCache | None, Backend | None]:
+def _producer(
+    options: EvalOptions, protocol: Protocol | None = None
+) -> tuple[Producer, ResponseCache | None, Backend | None]:
     if options.backend == "reference":
         if options.mode != "generate":
             raise NabenchError("reference strategies have no log-probabilities: --mode generate")
         if not options.model:
             raise NabenchError("--backend reference needs --model (a strategy name)")
-        return StrategyProducer(get_strategy(options.model)), None, None
+        authors = bool(protocol and protocol.scoring and protocol.scoring.answer_rule != "nabench")
+        answer_format = "({})" if authors else "Answer: {}"
+        return (
+            StrategyProducer(get_strategy(options.model), answer_format=answer_format),
+            None,
+            None,
+        )
     backend = make_backend(
         options.backend,
         options.model,
@@ -197,14 +238,26 @@ def _producer(options: EvalOptions) -> tuple[Producer, ResponseCache | None, Bac
         options.chunk_size,
         options.progress,
         options.prompt_format,
+        decoding=protocol.decoding if protocol else None,
+        token_logprobs=bool(
+            protocol
+            and protocol.scoring
+            and "selected_token_probability" in protocol.scoring.confidence
+        ),
     )
     return producer, cache, backend
 
 
-def run_settings(options: EvalOptions, producer: Producer, endpoint: str) -> dict[str, Any]:
-    """What makes this run's outputs differ from another's (``run.json``; see run_identity)."""
+def run_settings(
+    options: EvalOptions, producer: Producer, endpoint: str, protocol: Protocol | None = None
+) -> dict[str, Any]:
+    """What makes this run's outputs differ from another's (``run.json``; see run_identity).
+    A protocol's preset is recorded whole; without one the key is absent (runs written
+    before presets existed keep their identity)."""
     local = Path(options.dataset)
+    extra = {} if protocol is None else {"protocol": protocol.record()}
     return {
+        **extra,
         "model": producer.model_id,
         "backend": producer.backend_name,
         "endpoint": endpoint,
@@ -227,22 +280,29 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         raise NabenchError("--invalid-credit must be in [0, 1]")
     if options.prompt_format == "lm-eval" and options.mode != "loglik":
         raise NabenchError("--prompt-format lm-eval is scored by log-probabilities: --mode loglik")
+    protocol = eval_protocol(options)
+    options = protocol_options(options, protocol)
     configs = eval_configs(options.dataset, options.revision, options.configs)
-    producer, cache, backend = _producer(options)
+    producer, cache, backend = _producer(options, protocol)
     try:
         endpoint = backend_endpoint(backend) if backend is not None else "in-process"
-        settings = run_settings(options, producer, endpoint)
+        settings = run_settings(options, producer, endpoint, protocol)
         default = model_slug(producer.model_id, options.mode, options.prompt_format)
         run_dir = resolve_run_dir(Path(options.out), options.run_name, default, settings)
         write_settings(run_dir, settings)
         keys = ("dataset", "revision", "split", "limit", "endpoint", "prompt_format")
         meta = {k: settings[k] for k in keys}
         meta.update(max_tokens=settings["max_tokens"], logprobs_k=settings["logprobs_k"])
+        if protocol is not None:
+            meta["protocol"] = protocol.name
+        scoring = protocol.scoring if protocol else None
         results = []
         for config in configs:
             df = load_rows(options.dataset, config, options.split, options.revision)
             items = build_items(config, df, options.limit)
-            results.append(evaluate_config(items, producer, run_dir, options.invalid_credit, meta))
+            results.append(
+                evaluate_config(items, producer, run_dir, options.invalid_credit, meta, scoring)
+            )
     finally:
         if cache is not None:
             cache.close()
