@@ -7,9 +7,11 @@ from pathlib import Path
 import click
 
 from nabench.cli.model_flags import BACKENDS, ModelFlags, model_options, run_options
+from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS, PROMPT_FORMATS
 from nabench.evaluation.report import write_report
 from nabench.evaluation.runner import EvalOptions, run_eval
+from nabench.schemas.protocol import get_protocol
 
 __all__ = ["eval_cmd", "report_cmd"]
 
@@ -158,12 +160,30 @@ def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
     help="Runs in a config's panel must cover this share of the largest run's items.",
 )
 @click.option("--no-plots", is_flag=True, help="Tables and Markdown only.")
+@click.option(
+    "--protocol",
+    help="A paper's preset (na-paper): adds that paper's tables (its `report` section), "
+    "recorded in report.json.",
+)
 def report_cmd(
-    results: tuple[Path, ...], out: Path, panel_min_coverage: float, no_plots: bool
+    results: tuple[Path, ...],
+    out: Path,
+    panel_min_coverage: float,
+    no_plots: bool,
+    protocol: str | None,
 ) -> None:
     """Report over eval RESULTS folders: accuracy tables, panel reliability, plots."""
 
-    report = write_report(results, out, min_coverage=panel_min_coverage, plots=not no_plots)
+    preset = None
+    if protocol is not None:
+        preset = get_protocol(protocol)
+        if "report" not in preset.applies_to:
+            raise NabenchError(
+                f"protocol {preset.name!r} applies to {', '.join(preset.applies_to)}, not report"
+            )
+    report = write_report(
+        results, out, min_coverage=panel_min_coverage, plots=not no_plots, protocol=preset
+    )
     click.echo(
         f"{len(report.results.runs)} run(s), {len(report.results.configs)} config(s), "
         f"{len(report.panels)} panel(s), {len(report.plots)} plot(s) -> {out / 'report.md'}, "

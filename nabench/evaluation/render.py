@@ -237,5 +237,22 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         if not co.empty
         else "",
         "plots": {k: v.as_posix() for k, v in report.plots.items()},
+        "paper": _paper_context(report),
     }
     return str(_templates().get_template("report.md.jinja").render(**ctx))
+
+
+def _paper_context(report: Report) -> dict[str, Any] | None:
+    """The preset's paper tables (``--protocol``), each as Markdown (empty: no rows)."""
+    if report.protocol is None or not report.paper:
+        return None
+    t = report.tables
+    return {
+        "title": f"Tables of the `{report.protocol.name}` protocol",
+        "description": report.protocol.description,
+        "empty_reason": f"the panel needs ≥ {MIN_MODELS} models",
+        "tables": [
+            {"name": name, "table": md_table(t[name]) if not t[name].empty else ""}
+            for name in report.paper
+        ],
+    }

@@ -18,7 +18,9 @@ Jinja template), :mod:`~.plots`. This module builds them and writes the files.
 * ``headline_subjects`` / ``headline_categories``: the same plus ``subject`` /
   ``category``; ``worst_case``: the same with ``config: "worst_case"`` and ``variants``;
 * ``configs``: accuracy per run × config (with ``role``); ``panel``, ``kr20_category``,
-  ``correlations``: the panel tables (numbers null, ``note`` saying why, below 5 models).
+  ``correlations``: the panel tables (numbers null, ``note`` saying why, below 5 models);
+* with ``--protocol``: ``protocol`` (the preset) and ``paper_tables`` (name → rows; see
+  :mod:`~nabench.evaluation.paper_report`).
 
 Missing numbers are ``null``. Every table is also written as ``tables/<name>.csv``.
 """
@@ -48,6 +50,7 @@ from nabench.evaluation.panel import (
     make_panel,
     panel_table,
 )
+from nabench.evaluation.paper_report import paper_tables
 from nabench.evaluation.plots import write_plots
 from nabench.evaluation.render import render_markdown
 from nabench.evaluation.results import ORIGINAL, Results, load_results
@@ -57,6 +60,7 @@ from nabench.evaluation.tables import (
     phrasing_table,
     subject_table,
 )
+from nabench.schemas.protocol import Protocol
 from nabench.stats.inference import json_safe
 
 __all__ = ["REPORT_JSON_VERSION", "Report", "build_report", "report_json", "write_report"]
@@ -75,10 +79,14 @@ class Report:
     min_coverage: float
     plots: dict[str, Path] = field(default_factory=dict)
     markdown: str = ""
+    protocol: Protocol | None = None
+    paper: list[str] = field(default_factory=list)  # names of the preset's paper tables
 
 
-def build_report(results: Results, min_coverage: float = 1.0) -> Report:
-    """Compute every table (no files written)."""
+def build_report(
+    results: Results, min_coverage: float = 1.0, protocol: Protocol | None = None
+) -> Report:
+    """Compute every table (no files written); a protocol preset adds its paper's tables."""
     configs = config_table(results)
     variants = results.mc_variants()
     panels = [p for c in results.configs if (p := make_panel(results, c, min_coverage))]
@@ -96,7 +104,11 @@ def build_report(results: Results, min_coverage: float = 1.0) -> Report:
         "phrasing": phrasing_table(configs[configs["role"] == "model"]),
         "confidence": confidence_table(results),
     }
-    return Report(results, tables, panels, min_coverage)
+    paper = (
+        {} if protocol is None else paper_tables(tables, panels, [ORIGINAL, *variants], protocol)
+    )
+    tables.update(paper)
+    return Report(results, tables, panels, min_coverage, protocol=protocol, paper=list(paper))
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -130,6 +142,14 @@ def report_json(report: Report) -> dict[str, Any]:
             "min_models": MIN_MODELS,
             "panel_status": "ok" if len(res.models) >= MIN_MODELS else NEEDS_MODELS,
             **{k: _records(t[k]) for k in keys},
+            **(
+                {}
+                if report.protocol is None
+                else {
+                    "protocol": report.protocol.record(),
+                    "paper_tables": {k: _records(t[k]) for k in report.paper},
+                }
+            ),
         }
     )
 
@@ -140,11 +160,12 @@ def write_report(
     min_coverage: float = 1.0,
     plots: bool = True,
     html: bool = True,
+    protocol: Protocol | None = None,
 ) -> Report:
     """Load results, compute the tables, write CSVs, plots, ``report.md``, ``report.json``
     and (``html``) the self-contained ``report.html`` (:mod:`~nabench.evaluation.html`)."""
     out = Path(out)
-    report = build_report(load_results(paths), min_coverage)
+    report = build_report(load_results(paths), min_coverage, protocol)
     tables_dir = out / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)
     for name, df in report.tables.items():

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nabench.core.errors import NabenchError
-from nabench.evaluation.categories import UnknownSubjectError, mmlu_category
+from nabench.evaluation.categories import Grouping, UnknownSubjectError, mmlu_category
 from nabench.evaluation.external import ExternalRun, is_external, read_external
 
 __all__ = [
@@ -50,12 +50,12 @@ Role = Literal["model", "baseline"]
 _COLUMNS = ["id", "subject", "score", "correct", "invalid", "confidence", "gold"]
 
 
-def category_of(subject: object) -> str:
+def category_of(subject: object, grouping: Grouping = "lm_eval") -> str:
     """MMLU category of a subject, ``non_mmlu`` for anything else (None, ARC, …)."""
     if not isinstance(subject, str):
         return NON_MMLU
     try:
-        return mmlu_category(subject)
+        return mmlu_category(subject, grouping)
     except UnknownSubjectError:
         return NON_MMLU
 

@@ -205,3 +205,81 @@ def test_result_files_are_world_readable(four_refs_one_model: Path, tmp_path: Pa
     write_report([four_refs_one_model], tmp_path / "r", plots=False)
     for name in ("report.md", "report.json", "tables/headline.csv"):
         assert (tmp_path / "r" / name).stat().st_mode & 0o777 == 0o644
+
+
+def test_na_paper_protocol_adds_its_tables_under_both_groupings(
+    panel28: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    """Table 2 is the mean ± SD of per-subject KR-20 over a category's subjects: anatomy is
+    stem under lm-eval's grouping and other under Hendrycks', so the two differ."""
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    root, orig, keyed = panel28
+    out = tmp_path / "r"
+    res = CliRunner().invoke(
+        main, ["report", str(root), "--out", str(out), "--no-plots", "--protocol", "na-paper"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads((out / "report.json").read_text())
+    assert data["protocol"]["name"] == "na-paper"
+    tables = data["paper_tables"]
+    assert set(tables) == {
+        f"{t}_{g}" for t in ("paper_table1", "paper_table2", "anova")
+        for g in ("hendrycks", "lm_eval")
+    } | {"paper_table3"}  # fmt: skip
+    subject_of = np.array([SUBJECTS[j % 5] for j in range(300)])
+
+    def kr(mat: np.ndarray, subject: str) -> float:
+        return _kr20_by_formula(mat[:, subject_of == subject].tolist())
+
+    groupings = {
+        "lm_eval": {"stem": ["abstract_algebra", "anatomy"], "other": ["virology"]},
+        "hendrycks": {"stem": ["abstract_algebra"], "other": ["anatomy", "virology"]},
+    }
+    for grouping, cats in groupings.items():
+        t2 = {(r["category"], r["variant"]): r for r in tables[f"paper_table2_{grouping}"]}
+        t1 = {(r["category"], r["config"]): r for r in tables[f"paper_table1_{grouping}"]}
+        for config, mat in (("original", orig), ("na_keyed", keyed)):
+            for cat, subjects in cats.items():
+                values = [kr(mat, s) for s in subjects]
+                row = t2[(cat, config)]
+                assert row["kr20_mean"] == pytest.approx(np.mean(values))
+                assert row["n_subjects"] == len(subjects)
+                if len(values) > 1:
+                    assert row["kr20_sd"] == pytest.approx(np.std(values, ddof=1))
+                else:
+                    assert row["kr20_sd"] is None  # one subject: no SD
+                assert t1[(cat, config)]["n_items"] == 60 * len(subjects)
+        anova = {r["category"]: r for r in tables[f"anova_{grouping}"]}
+        n_stem = len(cats["stem"])  # 2 variants x subjects values, 2 groups
+        if n_stem > 1:
+            assert anova["stem"]["df_within"] == 2 * n_stem - 2
+    assert [r["run"] for r in tables["paper_table3"]] == sorted(f"model{i:02d}" for i in range(28))
+    md = (out / "report.md").read_text()
+    assert "## Tables of the `na-paper` protocol" in md and "### paper_table2_hendrycks" in md
+    assert (out / "tables" / "paper_table2_hendrycks.csv").is_file()
+    write_report([root], tmp_path / "plain", plots=False)
+    plain = json.loads((tmp_path / "plain" / "report.json").read_text())
+    assert "protocol" not in plain and "paper_tables" not in plain
+
+
+def test_report_protocol_below_five_models_and_wrong_preset(
+    four_refs_one_model: Path, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    runner = CliRunner()
+    out = tmp_path / "r"
+    res = runner.invoke(main, ["report", str(four_refs_one_model), "--out", str(out),
+                               "--no-plots", "--protocol", "na-paper"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    md = (out / "report.md").read_text()
+    assert "### paper_table1_lm_eval\n\n_no rows: the panel needs ≥ 5 models_" in md
+    res = runner.invoke(main, ["report", str(four_refs_one_model), "--out", str(tmp_path / "x"),
+                               "--protocol", "line-of-duty"])  # fmt: skip
+    assert res.exit_code != 0 and "'line-of-duty' applies to build, not report" in res.output
+    assert not (tmp_path / "x").exists()
