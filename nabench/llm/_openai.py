@@ -164,16 +164,7 @@ class OpenAIBackend(Backend):
         }
 
     def _call(self, req: ChatRequest) -> Completion:
-        common: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": req.max_tokens,
-            "temperature": req.temperature,
-            "top_p": req.top_p,
-        }
-        if req.stop:
-            common["stop"] = list(req.stop)
-        if req.seed is not None:
-            common["seed"] = req.seed
+        common: dict[str, Any] = {"model": self.model, **req.openai_sampling()}
         if req.min_tokens:  # llama-cpp-python and vLLM servers read it from the body
             common["extra_body"] = {"min_tokens": req.min_tokens}
         if req.messages is not None:

@@ -82,16 +82,9 @@ class RaySettings:
 
 def chat_payload(req: ChatRequest, model: str, json_mode: str) -> dict[str, Any]:
     """The /v1/chat/completions body the `openai` backend sends for `req`."""
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": req.max_tokens,
-        "temperature": req.temperature,
-        "top_p": req.top_p,
-    }
-    if req.stop:
-        body["stop"] = list(req.stop)
-    if req.seed is not None:
-        body["seed"] = req.seed
+    body: dict[str, Any] = {"model": model, **req.openai_sampling()}
+    if req.min_tokens:  # llama-cpp-python and vLLM servers read it from the body
+        body["min_tokens"] = req.min_tokens
     if req.prompt is not None:
         body["prompt"] = req.prompt
         if req.logprobs is not None:

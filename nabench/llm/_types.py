@@ -73,6 +73,20 @@ class ChatRequest:
         """The JSON schema as a dict (or None)."""
         return None if self.json_schema is None else json.loads(self.json_schema)
 
+    def openai_sampling(self) -> dict[str, Any]:
+        """The sampling fields of an OpenAI-style request body (`min_tokens`, which is not an
+        OpenAI field, is the caller's to place: the `openai` client needs it in `extra_body`)."""
+        out: dict[str, Any] = {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+        }
+        if self.stop:
+            out["stop"] = list(self.stop)
+        if self.seed is not None:
+            out["seed"] = self.seed
+        return out
+
     def openai_messages(self) -> list[dict[str, str]]:
         assert self.messages is not None
         return [{"role": role, "content": content} for role, content in self.messages]

@@ -14,7 +14,13 @@ import pyarrow as pa
 from nabench.audit.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, TextMode, plan_fewshot
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, build_protocol, check_strict
+from nabench.pipelines.skeleton import (
+    BuildOptions,
+    BuildResult,
+    build_protocol,
+    check_strict,
+    item_manifest_head,
+)
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
@@ -22,7 +28,6 @@ from nabench.sources.sample import select_items
 from nabench.stage.cards import mcqa_card_metadata, render_card
 from nabench.stage.hub_layout import (
     StagedTable,
-    manifest_header,
     row_counts,
     source_section,
     stage,
@@ -138,11 +143,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
     counts = row_counts(staged)
     manifest = {
-        **manifest_header("artifacts", recipe, seed),
-        "splits": splits,
-        "limit": options.limit,
-        "sample": options.sample,
-        "protocol": protocol.record(),
+        **item_manifest_head("artifacts", recipe, seed, splits, options, protocol),
         "text": text,
         "source": source_section(source, recipe, location, sources_meta),
         "fewshot": {

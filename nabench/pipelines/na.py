@@ -10,20 +10,20 @@ from typing import Any
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from nabench.audit.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
+from nabench.audit.eligibility import Audit, audit_items, exclusion_counts
 from nabench.audit.patterns import option_patterns
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.version import __version__
-from nabench.label import check_coverage, resolve_label_source
-from nabench.label.files import apply_labels
-from nabench.perturb import BUILDERS, Builder, ItemColumns, LabelColumns
+from nabench.perturb import BUILDERS, Builder, ItemColumns
 from nabench.perturb.na_keyed import phrasing_config
+from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
     PhaseClock,
     build_protocol,
     check_strict,
+    item_manifest_head,
 )
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
@@ -33,7 +33,6 @@ from nabench.stage.cards import finalize_parts, mcqa_card_metadata, render_body
 from nabench.stage.hub_layout import (
     StagedTable,
     StagingArea,
-    manifest_header,
     row_counts,
     source_section,
 )
@@ -84,7 +83,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     all_texts = tuple(
         t for b in builders if b.inserted_reason == "has_all_option" for t in b.inserted_texts
     )
-    label_source = _label_source(recipe, options)
+    label_source = build_label_source(recipe, options)
     label_mode = label_source.mode if label_source else "none"
 
     # Parquet files are written in the background as soon as each config is built; nothing
@@ -116,7 +115,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 audit, donors = _audit_split(recipe, loaded.items, items, na_texts, all_texts)
             check_strict(audit.excluded, options.strict)
             with clock("label"):
-                eligible, label_cols, label_excluded, published = _label(
+                eligible, label_cols, label_excluded, published = label_split(
                     audit.eligible, label_source, split
                 )
             excluded = pa.concat_tables([audit.excluded, label_excluded])
@@ -154,11 +153,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
         counts = row_counts(staged)
         manifest = {
-            **manifest_header("na", recipe, seed),
-            "splits": splits,
-            "limit": options.limit,
-            "sample": options.sample,
-            "protocol": protocol.record(),
+            **item_manifest_head("na", recipe, seed, splits, options, protocol),
             "source": source_section(
                 source, recipe, options.source or recipe.source.hub_id, sources_meta
             ),
@@ -213,27 +208,6 @@ def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, see
         revision=recipe.source.revision,
         seed=seed,
     )
-
-
-def _label_source(recipe: Recipe, options: BuildOptions) -> Any:
-    """Where labels come from: --labels overrides the recipe's `labels` section."""
-    return resolve_label_source(
-        recipe.labels, options.labels, options.cache, options.progress, options.yes
-    )
-
-
-def _label(
-    eligible: pa.Table, source: Any, split: str
-) -> tuple[pa.Table, LabelColumns | None, pa.Table, pa.Table | None]:
-    """(kept items, their label columns, label quarantine, labels table to publish)."""
-
-    if source is None:
-        return eligible, None, split_by_flags(eligible.slice(0, 0), {}).excluded, None
-    frame, published = source.labels_for(eligible)
-    result = apply_labels(eligible, frame)
-    check_coverage(result, f"split {split}", source.describe())
-    quarantine = split_by_flags(result.candidates, result.flags)
-    return result.kept, result.labels, quarantine.excluded, published
 
 
 def validate_staged(

@@ -49,7 +49,8 @@ from nabench.llm import (
 from nabench.llm.options import default_cache_path, make_backend
 from nabench.perturb import ItemColumns
 from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
-from nabench.pipelines.na import _label, _label_source, make_builders
+from nabench.pipelines.labels import build_label_source, label_split
+from nabench.pipelines.na import make_builders
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, check_strict
 from nabench.schemas.na_train import (
     DISCARDED_ARROW,
@@ -174,7 +175,7 @@ def prepare(
     na_texts = [
         t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts
     ]
-    label_source = _label_source(recipe, options)  # type: ignore[arg-type]
+    label_source = build_label_source(recipe, options)
     per_builder: dict[str, list[pa.Table]] = {b.config_name: [] for b in builders}
     excluded: list[pa.Table] = []
     sources: dict[str, Any] = {}
@@ -195,7 +196,7 @@ def prepare(
         clean = split_by_flags(items, contamination_flags(questions, index))
         audit = audit_items(clean.eligible, na_texts)
         check_strict(audit.excluded, options.strict)
-        eligible, label_cols, label_excluded, _ = _label(audit.eligible, label_source, split)
+        eligible, label_cols, label_excluded, _ = label_split(audit.eligible, label_source, split)
         excluded += [clean.excluded, audit.excluded, label_excluded]
         columns = ItemColumns.from_table(eligible, label_cols)
         for b in builders:

@@ -33,7 +33,6 @@ from nabench.schemas.protocol import Protocol
 from nabench.selfknow.classify import (
     ClassificationResult,
     ClassificationSettings,
-    classification_job,
     classify_tasks,
 )
 from nabench.selfknow.generate import (
@@ -189,23 +188,15 @@ def run_selfknow(
                 else:  # cross-model: free the generator before loading the classifier
                     gen_backend.close()
                     cls_backend = open_backend(classifier_spec)
-                cls_settings = classification_settings(recipe, seed)
-                classification_job(
-                    cls_backend,
-                    cache,
-                    generation.tasks,
-                    cls_settings,
-                    taxonomy=taxonomy,
-                    prompts=prompts,
-                ).require_confirmation(confirmed)
                 classification = classify_tasks(
                     cls_backend,
                     cache,
                     generation.tasks,
-                    cls_settings,
+                    classification_settings(recipe, seed),
                     taxonomy=taxonomy,
                     prompts=prompts,
                     progress=progress,
+                    confirmed=confirmed,
                 )
         finally:
             gen_backend.close()

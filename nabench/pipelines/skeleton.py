@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from nabench.core.errors import NabenchError
 from nabench.schemas.protocol import Protocol, get_protocol
+from nabench.stage.hub_layout import manifest_header
 
 # Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
 DATA_DEFECTS = ("missing_question", "empty_choice", "duplicate_choices")
@@ -79,3 +80,21 @@ def build_protocol(name: str | None) -> Protocol:
             f"protocol {protocol.name!r} applies to {', '.join(protocol.applies_to)}, not builds"
         )
     return protocol
+
+
+def item_manifest_head(
+    kind: str,
+    recipe: Any,
+    seed: int,
+    splits: Sequence[str],
+    options: BuildOptions,
+    protocol: Protocol,
+) -> dict[str, Any]:
+    """The first keys of an item build's build.json (NA and artifact builds), in order."""
+    return {
+        **manifest_header(kind, recipe, seed),
+        "splits": list(splits),
+        "limit": options.limit,
+        "sample": options.sample,
+        "protocol": protocol.record(),
+    }

@@ -235,25 +235,6 @@ def _namespace(prompts: PromptSet, taxonomy: Taxonomy) -> str:
     return f"{CLASSIFICATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
 
 
-def classification_job(
-    backend: Backend,
-    cache: ResponseCache,
-    tasks: pa.Table | pd.DataFrame,
-    settings: ClassificationSettings,
-    *,
-    taxonomy: Taxonomy | None = None,
-    prompts: PromptSet | None = None,
-) -> JobPlan:
-    """What `classify_tasks` would send for ``tasks`` (nothing is sent)."""
-    taxonomy = taxonomy or load_taxonomy()
-    prompts = prompts or load_prompts()
-    rows = _frame(tasks).to_dict("records")
-    styles, seeds = _styles_and_seeds(rows, settings)
-    batches = _batches(rows, styles, seeds, settings, prompts, reasons_list(prompts, taxonomy))
-    cached = count_cached_batches(backend, cache, batches, _namespace(prompts, taxonomy))
-    return JobPlan(f"classify {len(rows):,} task(s)", backend.model_id, len(rows), cached)
-
-
 def classify_tasks(
     backend: Backend,
     cache: ResponseCache,
@@ -263,11 +244,14 @@ def classify_tasks(
     taxonomy: Taxonomy | None = None,
     prompts: PromptSet | None = None,
     progress: bool = False,
+    confirmed: bool = True,
 ) -> ClassificationResult:
     """Ask ``backend`` (through ``cache``) to classify every task of ``tasks``.
 
     ``tasks`` needs the columns of :data:`REQUIRED_TASK_COLUMNS`; ``prompt_style`` (used when
-    the classifier style is ``same``) and ``generator_model`` are read when present.
+    the classifier style is ``same``) and ``generator_model`` are read when present. Unless
+    ``confirmed``, a long job stops with its plan before the first request
+    (`nabench.llm.ConfirmationNeeded`).
     """
     taxonomy = taxonomy or load_taxonomy()
     prompts = prompts or load_prompts()
@@ -275,6 +259,9 @@ def classify_tasks(
     namespace = _namespace(prompts, taxonomy)
     styles, seeds = _styles_and_seeds(rows, settings)
     batches = _batches(rows, styles, seeds, settings, prompts, reasons_list(prompts, taxonomy))
+    cached = count_cached_batches(backend, cache, batches, namespace)
+    job = JobPlan(f"classify {len(rows):,} task(s)", backend.model_id, len(rows), cached)
+    job.require_confirmation(confirmed)
     results, stats = complete_json_batches(
         backend,
         cache,

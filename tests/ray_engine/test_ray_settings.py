@@ -30,6 +30,10 @@ def test_chat_payload_matches_the_openai_backend_fields() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     llama = chat_payload(ChatRequest.chat("Q?", json_schema=json.dumps(schema)), "m", "json_object")
     assert llama["response_format"] == {"type": "json_object", "schema": schema}
+    # min_tokens (artifacts-paper: 5) reaches the server, as the openai backend sends it
+    art = ChatRequest(prompt="Answer:", min_tokens=5, max_tokens=200)
+    assert chat_payload(art, "m", "json_schema")["min_tokens"] == 5
+    assert "min_tokens" not in body
 
 
 def test_unknown_ray_option_is_one_clear_error() -> None:
