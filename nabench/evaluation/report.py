@@ -104,9 +104,8 @@ def build_report(
         "phrasing": phrasing_table(configs[configs["role"] == "model"]),
         "confidence": confidence_table(results),
     }
-    paper = (
-        {} if protocol is None else paper_tables(tables, panels, [ORIGINAL, *variants], protocol)
-    )
+    compared = [ORIGINAL, *variants]
+    paper = {} if protocol is None else paper_tables(tables, panels, compared, results, protocol)
     tables.update(paper)
     return Report(results, tables, panels, min_coverage, protocol=protocol, paper=list(paper))
 

@@ -128,6 +128,12 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
         table = table.append_column("source_id", table.column("id"))
     n = table.num_rows
     table = table.select(["id", "source_id", *_COLUMNS[1:]])
+    parsed = (  # the predicted letter (kappa between configs); absent in hand-made files
+        pq.read_table(parquet, columns=["parsed"]).column("parsed").cast(pa.string())
+        if "parsed" in names
+        else pa.nulls(n, pa.string())
+    )
+    table = table.append_column("parsed", parsed)
     table = table.append_column("run", pa.array([run] * n, pa.string()))
     table = table.append_column("config", pa.array([config] * n, pa.string()))
     row = {
@@ -156,6 +162,7 @@ def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
             "invalid": pa.array(df["invalid"], pa.bool_()),
             "confidence": pa.array(df["confidence"], pa.float64()),
             "gold": pa.array(df["gold"], pa.string()),
+            "parsed": pa.array(df["parsed"], pa.string()),
             "run": pa.array([ext.run] * len(df), pa.string()),
             "config": pa.array([ext.config] * len(df), pa.string()),
         }

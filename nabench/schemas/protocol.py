@@ -74,8 +74,18 @@ class SelfKnowPreset(_Spec):
     max_refill_rounds: int = Field(default=0, ge=0)
 
 
+PaperTableName = Literal[
+    "discrimination_by_category_variant",
+    "kr20_mean_sd_over_subjects",
+    "anova_by_category",
+    "accuracy_by_phrasing",
+    "baseline_t_test",
+    "qi_choices_only_kappa",
+]  # computed by nabench.evaluation.paper_report.PAPER_TABLES
+
+
 class ReportPreset(_Spec):
-    tables: list[str] = Field(default_factory=list)
+    tables: list[PaperTableName] = Field(default_factory=list)
     categories: list[Literal["lm_eval", "hendrycks"]] = Field(default_factory=lambda: ["lm_eval"])
 
 

@@ -283,3 +283,79 @@ def test_report_protocol_below_five_models_and_wrong_preset(
                                "--protocol", "line-of-duty"])  # fmt: skip
     assert res.exit_code != 0 and "'line-of-duty' applies to build, not report" in res.output
     assert not (tmp_path / "x").exists()
+
+
+def _write_artifact_run(root: Path, run: str, config: str, parsed: list[str | None],
+                        gold: list[str]) -> None:  # fmt: skip
+    n = len(parsed)
+    ids = [f"mmlu/all/test/{k:05d}" for k in range(n)]
+    correct = np.array([p == g for p, g in zip(parsed, gold, strict=True)])
+    invalid = np.array([p is None for p in parsed])
+    d = root / run
+    d.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(
+        {
+            "id": ids,
+            "source_id": ids,
+            "subject": ["anatomy"] * n,
+            "parsed": parsed,
+            "score": np.where(invalid, 0.25, correct * 1.0),
+            "correct": correct,
+            "invalid": invalid,
+            "confidence": np.full(n, np.nan),
+            "gold": gold,
+        }
+    ).to_parquet(d / f"{config}.parquet", index=False)
+    summary = {"config": config, "model": run, "backend": "local", "mode": "generate",
+               "kind": "mc", "invalid_credit": 0.25}  # fmt: skip
+    (d / f"{config}.summary.json").write_text(json.dumps(summary))
+
+
+def test_artifacts_paper_protocol_t_test_and_kappa(tmp_path: Path) -> None:
+    """The paper's significance test (pooled two-sample t against the per-item majority
+    baseline, p < 0.00005) and κ between choices-only and question-inference answers, each
+    checked against the formulas computed here."""
+    from click.testing import CliRunner
+    from scipy.stats import t as t_dist
+
+    from nabench.cli import main
+
+    rng = np.random.default_rng(3)
+    n = 400
+    gold = ["A" if k % 5 < 2 else "BCD"[k % 3] for k in range(n)]  # A is the majority
+    root = tmp_path / "res"
+    co = [g if rng.random() < 0.7 else "D" for g in gold]  # well above the baseline
+    qi = [c if rng.random() < 0.8 else None for c in co]  # mostly agrees, some invalid
+    _write_artifact_run(root, "strong", "choices_only", co, gold)
+    _write_artifact_run(root, "strong", "qi_step2", qi, gold)
+    weak = [("A" if rng.random() < 0.5 else "B") for _ in gold]
+    _write_artifact_run(root, "weak", "choices_only", weak, gold)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(
+        main, ["report", str(root), "--out", str(out), "--no-plots", "--protocol",
+               "artifacts-paper"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    tables = json.loads((out / "report.json").read_text())["paper_tables"]
+    assert set(tables) == {"baseline_t_test", "qi_choices_only_kappa"}
+    rows = {(r["run"], r["config"]): r for r in tables["baseline_t_test"]}
+    base = np.array([g == "A" for g in gold], float)
+    for key, parsed in ((("strong", "choices_only"), co), (("weak", "choices_only"), weak)):
+        x = np.array([p == g for p, g in zip(parsed, gold, strict=True)], float)
+        pooled = ((n - 1) * x.var(ddof=1) + (n - 1) * base.var(ddof=1)) / (2 * n - 2)
+        t = (x.mean() - base.mean()) / np.sqrt(pooled * 2 / n)
+        row = rows[key]
+        assert row["majority_letter"] == "A" and row["majority_baseline"] == base.mean()
+        assert row["t"] == pytest.approx(t)
+        assert row["p_value"] == pytest.approx(2 * t_dist.sf(abs(t), 2 * n - 2), rel=1e-6)
+    assert rows[("strong", "choices_only")]["significant"] is True
+    assert rows[("weak", "choices_only")]["significant"] is False
+    (kappa,) = tables["qi_choices_only_kappa"]  # "weak" has no qi_step2 run
+    a = co
+    b = ["invalid" if q is None else q for q in qi]
+    labels = sorted(set(a) | set(b))
+    p_o = np.mean([x == y for x, y in zip(a, b, strict=True)])
+    p_e = sum((a.count(lab) / n) * (b.count(lab) / n) for lab in labels)
+    assert kappa["run"] == "strong" and kappa["n"] == n
+    assert kappa["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
+    assert kappa["ci_low"] <= kappa["kappa"] <= kappa["ci_high"]
