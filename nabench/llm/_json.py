@@ -96,6 +96,7 @@ def complete_json(
             chunk_size=chunk_size,
             progress=progress,
             on_chunk=on_chunk if attempt == 1 else None,
+            label="" if attempt == 1 else f"retry {attempt - 1} of {max_attempts - 1}",
         )
         stats.add(st)  # calls / cache_hits / errors count requests over all attempts
         if attempt > 1:

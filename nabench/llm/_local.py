@@ -176,6 +176,7 @@ class LocalBackend(Backend):
                 out[i] = self._one(requests[i])
             except Exception as exc:  # per-request failure, e.g. prompt longer than n_ctx
                 out[i] = Completion(error=f"{type(exc).__name__}: {exc}")
+            self._request_done()
         return [c for c in out if c is not None]
 
     def tokenize(self, text: str) -> list[int]:

@@ -210,6 +210,8 @@ class OpenAIBackend(Backend):
             return self._call(req)
         except Exception as exc:  # after the client's own retries; never raised out of a batch
             return Completion(error=_error_text(exc))
+        finally:
+            self._request_done()
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         if not requests:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +22,26 @@ DEFAULT_CHUNK_SIZE = 32
 # Called after each chunk with (requests done, requests to do, seconds so far): a caller
 # turns the first call into a measured estimate of the whole job.
 ChunkHook = Callable[[int, int, float], None]
+
+
+class _Ticks:
+    """Progress per finished request, from backend threads, never past what is done."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.shown = 0
+        self.lock = threading.Lock()
+
+    def tick(self) -> None:
+        with self.lock:
+            self.shown += 1
+            self.bar.update(1)
+
+    def catch_up(self, done: int) -> None:
+        with self.lock:
+            if self.shown < done:
+                self.bar.update(done - self.shown)
+                self.shown = done
 
 
 def count_hits(
@@ -41,6 +62,7 @@ def run_cached(
     sort_by_prefix: bool = True,
     engine: Engine | None = None,
     on_chunk: ChunkHook | None = None,
+    label: str = "",
 ) -> tuple[list[Completion], RunStats]:
     """Complete `requests`, reading and filling `cache`; results in input order.
 
@@ -74,9 +96,11 @@ def run_cached(
     bar = tqdm(
         total=len(miss_keys),
         disable=not progress or not miss_keys,
-        desc=f"{backend.name}:{backend.model_id}",
+        desc=f"{backend.name}:{backend.model_id}{f' ({label})' if label else ''}",
         unit="req",
     )
+    ticks = _Ticks(bar)
+    backend.on_request_done = ticks.tick  # per finished request where the backend tells
     try:
         for finished in engine.dispatch(backend, work, chunk_size):
             cache.put_many([(k, backend.model_id, requests[pending[k][0]], c) for k, c in finished])
@@ -84,11 +108,12 @@ def run_cached(
                 errors += c.error is not None
                 for i in pending[k]:
                     results[i] = c
-            bar.update(len(finished))
             done += len(finished)
+            ticks.catch_up(done)  # engines and backends that report per chunk only
             if on_chunk is not None:
                 on_chunk(done, len(miss_keys), time.perf_counter() - t0)
     finally:
+        backend.on_request_done = None
         bar.close()
 
     elapsed = time.perf_counter() - t0

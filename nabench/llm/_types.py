@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -165,6 +165,14 @@ class Backend(ABC):
     counters: BackendCounters
     # How `run_cached` dispatches this backend's cache misses (`_engine.Engine`); None: local.
     engine: Any = None
+    # Set by `run_cached` while it runs: called once per finished request, so progress
+    # advances per request, not per chunk (a backend that cannot tell leaves it uncalled).
+    on_request_done: Callable[[], None] | None = None
+
+    def _request_done(self) -> None:
+        hook = self.on_request_done
+        if hook is not None:
+            hook()
 
     def __init__(self) -> None:
         self.counters = BackendCounters()

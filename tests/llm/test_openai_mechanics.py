@@ -181,3 +181,25 @@ def test_min_tokens_goes_in_the_body_beside_structured_outputs(
     assert structured["min_tokens"] == 1
     assert structured["structured_outputs"] == {"json": ANSWER_SCHEMA}
     assert chat["min_tokens"] == 1 and "messages" in chat
+
+
+def test_progress_advances_per_finished_request_within_a_chunk(
+    scripted_server: Callable[..., Scripted], cache: ResponseCache
+) -> None:
+    """One chunk of 6 requests, sent one at a time: while request i is being answered the
+    bar already shows the i requests before it (before, it moved once, per chunk)."""
+    seen: list[int] = []
+
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        hook = backend.on_request_done
+        assert hook is not None
+        seen.append(hook.__self__.shown)  # type: ignore[attr-defined]
+        return 200, chat_body("ok")
+
+    srv = scripted_server(respond)
+    backend = _backend(srv.url, concurrency=1)
+    reqs = [ChatRequest.chat(f"q{i}", max_tokens=4) for i in range(6)]
+    comps, _ = run_cached(backend, reqs, cache, chunk_size=6, progress=False)
+    assert all(c.text == "ok" for c in comps)
+    assert seen == [0, 1, 2, 3, 4, 5]
+    assert backend.on_request_done is None  # only while run_cached runs
