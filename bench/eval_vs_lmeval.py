@@ -165,7 +165,9 @@ def compare(label: str, n: int, nb: tuple[float, dict], lm: tuple[float, dict]) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=200, help="items per config (nabench side cap)")
-    ap.add_argument("--gguf-n", type=int, default=40, help="items per config on the gguf path")
+    ap.add_argument(
+        "--gguf-n", type=int, default=40, help="items per config on the gguf path (0: skip it)"
+    )
     ap.add_argument("--hf", action="store_true", help="also the transformers / vLLM path")
     ap.add_argument("--hf-n", type=int, default=50, help="items per config on the hf path")
     args = ap.parse_args()
@@ -173,17 +175,17 @@ def main() -> None:
         t = Path(tmp)
         b = build(t / "mmlu-na", max(args.n, args.hf_n if args.hf else 0))
         n = min(args.n, args.gguf_n)
-        print(
-            f"llama.cpp server path: {n} items per config (of --n {args.n}; lm-eval's gguf "
-            "model makes one request per option)"
-        )
-        with local_server() as url:
-            root = url.removesuffix("/v1")
-            nb = nabench_eval(
-                b, t / "nb-gguf", n, ["--backend", "openai", "--base-url", url, "--model", MODEL_ID]
+        if n > 0:  # --gguf-n 0: only the HF path
+            print(
+                f"llama.cpp server path: {n} items per config (of --n {args.n}; lm-eval's gguf "
+                "model makes one request per option)"
             )
-            lm = lm_eval(b, t / "lm-gguf", n, "gguf", f"base_url={root}")
-        compare("llama.cpp server (lm-eval gguf vs nabench openai)", n, nb, lm)
+            with local_server() as url:
+                root = url.removesuffix("/v1")
+                args_nb = ["--backend", "openai", "--base-url", url, "--model", MODEL_ID]
+                nb = nabench_eval(b, t / "nb-gguf", n, args_nb)
+                lm = lm_eval(b, t / "lm-gguf", n, "gguf", f"base_url={root}")
+            compare("llama.cpp server (lm-eval gguf vs nabench openai)", n, nb, lm)
         if args.hf:
             hf = default_hf_dir()
             n = min(args.n, args.hf_n)
