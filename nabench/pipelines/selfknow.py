@@ -19,6 +19,7 @@ that cache, so a rerun makes no call, and a killed run resumes with only the mis
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ from nabench.selfknow.recipe import ModelSpec, SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
 from nabench.stage.cards import render_card, size_category
-from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts, stage
+from nabench.stage.hub_layout import StagedTable, StagingArea, manifest_header, row_counts
 
 SPLIT = "test"
 CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
@@ -156,101 +157,59 @@ def run_selfknow(
     out = Path(out)
     cache_path = cache_path or default_cache_path(out)
     stats_path = default_stats_path(out)
-    classifier_spec = recipe.classifier_model()
     clock = PhaseClock()
 
     with ResponseCache(cache_path) as cache:
-        gen_backend = open_backend(recipe.generator)
-        cls_backend: Backend | None = None
-        try:
-            gen_settings = generation_settings(recipe, n_per_class, seed)
-            job = generation_job(
-                gen_backend, cache, gen_settings, taxonomy=taxonomy, prompts=prompts
+        generation, classification = _ask_models(
+            recipe, cache, n_per_class, seed, taxonomy, prompts, progress, confirmed, clock
+        )
+
+    with StagingArea(out) as area:
+        with clock("stage"):
+            stats = combine_stats(generation.stats, classification.stats)
+            frame = classification.table.to_pandas()
+            metrics = {
+                mode: selfknow_metrics(frame, match=mode, taxonomy=taxonomy)  # type: ignore[arg-type]
+                for mode in ("reason", "type")
+            }
+            warnings = _warnings(generation, classification)
+            staged = [
+                StagedTable("tasks", SPLIT, generation.tasks),
+                StagedTable("quarantine", SPLIT, generation.quarantine),
+                StagedTable("classifications", SPLIT, classification.table),
+            ]
+            for st in staged:
+                area.add(st)  # written in the background while the report is drawn
+            counts = row_counts(staged)
+            manifest = _manifest(
+                recipe, seed, n_per_class, limit, generation, classification, metrics, counts,
+                warnings,
+            )  # fmt: skip
+            # side files named relative to the output, never by a user's absolute path
+            manifest["cache"] = os.path.relpath(cache_path, out)
+            manifest["stats"] = os.path.relpath(stats_path, out)
+            if protocol is not None:
+                manifest["protocol"] = protocol.record()
+            readme = _readme_renderer(
+                recipe,
+                seed,
+                n_per_class,
+                generation,
+                classification,
+                metrics,
+                counts,
+                prompts,
+                taxonomy,
             )
-            if job.to_compute:  # new tasks: none of their classifications can be cached
-                slots = len(plan_slots(n_per_class, gen_settings.styles, seed, taxonomy))
-                job = replace(
-                    job, task=f"{job.task} and classify them", requests=job.requests + slots
-                )
-            job.require_confirmation(confirmed)
-            with clock("generate"):
-                generation = generate_tasks(
-                    gen_backend,
-                    cache,
-                    gen_settings,
-                    taxonomy=taxonomy,
-                    prompts=prompts,
-                    progress=progress,
-                )
-            with clock("classify"):
-                if classifier_spec.same_model_as(recipe.generator):
-                    cls_backend = gen_backend
-                else:  # cross-model: free the generator before loading the classifier
-                    gen_backend.close()
-                    cls_backend = open_backend(classifier_spec)
-                classification = classify_tasks(
-                    cls_backend,
-                    cache,
-                    generation.tasks,
-                    classification_settings(recipe, seed),
-                    taxonomy=taxonomy,
-                    prompts=prompts,
-                    progress=progress,
-                    confirmed=confirmed,
-                )
-        finally:
-            gen_backend.close()
-            if cls_backend is not None and cls_backend is not gen_backend:
-                cls_backend.close()
 
-    with clock("stage"):
-        stats = combine_stats(generation.stats, classification.stats)
-        frame = classification.table.to_pandas()
-        metrics = {
-            mode: selfknow_metrics(frame, match=mode, taxonomy=taxonomy)  # type: ignore[arg-type]
-            for mode in ("reason", "type")
-        }
-        warnings = _warnings(generation, classification)
-        staged = [
-            StagedTable("tasks", SPLIT, generation.tasks),
-            StagedTable("quarantine", SPLIT, generation.quarantine),
-            StagedTable("classifications", SPLIT, classification.table),
-        ]
-        counts = row_counts(staged)
-        manifest = _manifest(
-            recipe, seed, n_per_class, limit, generation, classification, metrics, counts, warnings
-        )
-        manifest.update({"cache": str(cache_path), "stats": str(stats_path)})
-        if protocol is not None:
-            manifest["protocol"] = protocol.record()
-        readme = _readme_renderer(
-            recipe,
-            seed,
-            n_per_class,
-            generation,
-            classification,
-            metrics,
-            counts,
-            prompts,
-            taxonomy,
-        )
-        stage(out, staged, readme, manifest)
+        with clock("report"):
+            # report/ is part of the staged tree: hashed into build.json, published with it
+            _write_reports(area.folder("report"), recipe, frame, metrics, taxonomy)
 
-    with clock("report"):
-        report_dir = out / "report"
-        title = f"Self-knowledge metrics: {recipe.name} v{recipe.version}"
-        write_report(report_dir, metrics["reason"], metrics["type"], title=title)
-        styles = list(recipe.generator.styles)
-        if len(styles) > 1:
-            for style in styles:
-                part = frame[frame["prompt_style"] == style]
-                write_report(
-                    report_dir / style,
-                    selfknow_metrics(part, match="reason", taxonomy=taxonomy),
-                    selfknow_metrics(part, match="type", taxonomy=taxonomy),
-                    title=f"{title} ({style} prompts)",
-                )
-        write_stats(stats, stats_path)
+        with clock("stage"):
+            area.commit(readme, manifest)
+    report_dir = out / "report"
+    write_stats(stats, stats_path)
     return SelfKnowRun(
         out=out,
         generation=generation,
@@ -263,6 +222,83 @@ def run_selfknow(
         warnings=warnings,
         timings=clock.seconds,
     )
+
+
+def _ask_models(
+    recipe: SelfKnowRecipe,
+    cache: ResponseCache,
+    n_per_class: int,
+    seed: int,
+    taxonomy: Taxonomy,
+    prompts: PromptSet,
+    progress: bool,
+    confirmed: bool,
+    clock: PhaseClock,
+) -> tuple[GenerationResult, ClassificationResult]:
+    """Generate, then classify (the generator's model, or the classifier's own); each model
+    job starts only once its plan is confirmed (see `run_selfknow`)."""
+    classifier_spec = recipe.classifier_model()
+    gen_backend = open_backend(recipe.generator)
+    cls_backend: Backend | None = None
+    try:
+        gen_settings = generation_settings(recipe, n_per_class, seed)
+        job = generation_job(gen_backend, cache, gen_settings, taxonomy=taxonomy, prompts=prompts)
+        if job.to_compute:  # new tasks: none of their classifications can be cached
+            slots = len(plan_slots(n_per_class, gen_settings.styles, seed, taxonomy))
+            job = replace(job, task=f"{job.task} and classify them", requests=job.requests + slots)
+        job.require_confirmation(confirmed)
+        with clock("generate"):
+            generation = generate_tasks(
+                gen_backend,
+                cache,
+                gen_settings,
+                taxonomy=taxonomy,
+                prompts=prompts,
+                progress=progress,
+            )
+        with clock("classify"):
+            if classifier_spec.same_model_as(recipe.generator):
+                cls_backend = gen_backend
+            else:  # cross-model: free the generator before loading the classifier
+                gen_backend.close()
+                cls_backend = open_backend(classifier_spec)
+            classification = classify_tasks(
+                cls_backend,
+                cache,
+                generation.tasks,
+                classification_settings(recipe, seed),
+                taxonomy=taxonomy,
+                prompts=prompts,
+                progress=progress,
+                confirmed=confirmed,
+            )
+    finally:
+        gen_backend.close()
+        if cls_backend is not None and cls_backend is not gen_backend:
+            cls_backend.close()
+    return generation, classification
+
+
+def _write_reports(
+    folder: Path,
+    recipe: SelfKnowRecipe,
+    frame: Any,
+    metrics: dict[str, SelfKnowledgeMetrics],
+    taxonomy: Taxonomy,
+) -> None:
+    """The metrics report into ``folder``, and one per prompt style when there are two."""
+    title = f"Self-knowledge metrics: {recipe.name} v{recipe.version}"
+    write_report(folder, metrics["reason"], metrics["type"], title=title)
+    styles = list(recipe.generator.styles)
+    if len(styles) > 1:
+        for style in styles:
+            part = frame[frame["prompt_style"] == style]
+            write_report(
+                folder / style,
+                selfknow_metrics(part, match="reason", taxonomy=taxonomy),
+                selfknow_metrics(part, match="type", taxonomy=taxonomy),
+                title=f"{title} ({style} prompts)",
+            )
 
 
 def apply_protocol(recipe: SelfKnowRecipe, protocol: Protocol) -> SelfKnowRecipe:

@@ -141,6 +141,7 @@ class StagingArea:
         self.tables: list[StagedTable] = []
         self._pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
         self._writes: list[Any] = []
+        self._folders: list[str] = []
         self._committed = False
 
     def __enter__(self) -> StagingArea:
@@ -164,6 +165,22 @@ class StagingArea:
         target.parent.mkdir(parents=True, exist_ok=True)
         self._writes.append(self._pool.submit(_write_one, st, target))
 
+    def folder(self, rel: str) -> Path:
+        """A folder of the tree for files a step writes itself (a report); every file in it
+        is hashed into build.json at commit, so publish and validate cover it."""
+        path = self.root / rel
+        path.mkdir(parents=True, exist_ok=True)
+        self._folders.append(rel)
+        return path
+
+    def _folder_hashes(self) -> dict[str, str]:
+        return {
+            path.relative_to(self.root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+            for rel in self._folders
+            for path in sorted((self.root / rel).rglob("*"))
+            if path.is_file()
+        }
+
     def commit(
         self,
         render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
@@ -181,6 +198,7 @@ class StagingArea:
         readme = unsealed(scrub(readme_text, clean.secrets))
         extra = {} if spec is None else lm_eval_files(spec, LocalData(self.out))
         hashes = dict(future.result() for future in self._writes)
+        hashes.update(self._folder_hashes())
         for rel, data in extra.items():
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.root / rel).write_bytes(data)

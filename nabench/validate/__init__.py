@@ -26,6 +26,7 @@ from nabench.validate.invariants import (
     letter_distribution,
 )
 from nabench.validate.na_train import Parse, is_na_train_build, validate_na_train_dir
+from nabench.validate.selfknow import is_selfknow_build, validate_selfknow_dir
 
 
 def read_rows(path: Path) -> pa.Table:
@@ -130,6 +131,8 @@ def validate_path(
 
     if is_na_train_build(path):  # its own invariants; `parse` is the evaluation parser
         return validate_na_train_dir(path, parse)
+    if is_selfknow_build(path):
+        return validate_selfknow_dir(path)
     if is_contributions_dir(path):
         result: ValidationReport = validate_contributions(
             path, sources=sources, release=release, limits=limits

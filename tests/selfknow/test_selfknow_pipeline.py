@@ -7,6 +7,7 @@ accounted for, schemas, staging, report, cache replay), never the content.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 from nabench.cli import main
 from nabench.core.errors import RecipeError
 from nabench.pipelines.registry import parse_recipe, run_recipe
-from nabench.pipelines.selfknow import default_cache_path, default_stats_path
+from nabench.pipelines.selfknow import CONFIGS, default_cache_path, default_stats_path
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.selfknow import load_taxonomy
 from nabench.selfknow.classify import CLASSIFICATIONS_ARROW
@@ -167,6 +168,13 @@ def _check_output(out: Path, slots: int, styles: list[str]) -> dict[str, Any]:
     if len(styles) > 1:
         for style in styles:
             assert (report / style / "report.md").is_file()
+    # report/ is part of the staged tree: every file hashed in build.json (publish needs it)
+    tree = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert set(manifest["files"]) == tree - {"build.json"}
+    assert {f for f in tree if f.startswith("report/")} >= {"report/report.md"}
+    # side files are named relative to the output, never by an absolute local path
+    text = (out / "build.json").read_text() + readme
+    assert str(out.parent) not in text and not Path(manifest["cache"]).is_absolute()
     return manifest
 
 
@@ -218,19 +226,45 @@ def test_build_small_recipe_end_to_end_and_cached_rerun(tmp_path: Path, llama_cp
 
 
 @pytest.mark.slow
-def test_nabench_build_selfknow_limit(tmp_path: Path, llama_cpp: Any) -> None:
+def test_nabench_build_selfknow_limit_push_and_load_back(tmp_path: Path, llama_cpp: Any) -> None:
+    import datasets
+
     out = tmp_path / "build"
     cache = tmp_path / "elsewhere" / "responses.sqlite"
+    repo = tmp_path / "release.git"
     result = CliRunner().invoke(
         main,
-        ["build", "selfknow", "--limit", "2", "--out", str(out), "--cache", str(cache), "--quiet"],
-    )
+        ["build", "selfknow", "--limit", "2", "--out", str(out), "--cache", str(cache),
+         "--quiet", "--push", "--to", f"git:{repo}", "--repo-id", "org/selfknow"],
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert cache.is_file() and not default_cache_path(out).exists()
     assert f"wrote {out}" in result.output and "excluded:" in result.output
     manifest = _check_output(out, 2 * 2 * 2, ["vanilla", "challenge"])
     assert manifest["n_per_class"] == 2 and manifest["limit"] == 2
+    assert manifest["cache"] == "../elsewhere/responses.sqlite"
+    assert manifest["stats"] == "../build.stats.json"
     assert json.loads(default_stats_path(out).read_text())["calls"] > 0
+
+    # the release: tagged in the git repo, and it loads back from a clone of the tag
+    version = manifest["recipe"]["version"]
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", "--branch", f"v{version}", str(repo), str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    assert (clone / "report" / "report.md").read_bytes() == (out / "report/report.md").read_bytes()
+    for config in CONFIGS:
+        loaded = datasets.load_dataset(str(clone), config, split="test")
+        assert loaded.num_rows == manifest["counts"][config]["test"]
+
+    # `nabench validate` knows the kind: the build passes; an edited report file does not
+    ok = CliRunner().invoke(main, ["validate", str(out)])
+    assert ok.exit_code == 0 and "0 violations" in ok.output, ok.output
+    (out / "report" / "report.md").write_text("edited", encoding="utf-8")
+    bad = CliRunner().invoke(main, ["validate", str(out)])
+    assert bad.exit_code == 1 and "report/report.md" in bad.output, bad.output
 
 
 @pytest.mark.slow
