@@ -153,6 +153,12 @@ def compare(label: str, n: int, nb: tuple[float, dict], lm: tuple[float, dict]) 
             f"{c:<10} {len(m):>5} {agree:>7.1%} {m['correct_nb'].mean():>11.3f} "
             f"{m['correct_lm'].mean():>11.3f} {d:>+8d}"
         )
+        # agreement means little if both always pick one letter: show what they picked
+        for side in ("nb", "lm"):
+            counts = m[f"parsed_{side}"].fillna("-").value_counts().sort_index()
+            print(
+                f"  predicted letters ({side}): " + " ".join(f"{k}={v}" for k, v in counts.items())
+            )
     items = n * len(CONFIGS)
     r_nb, r_lm = items / nb[0], items / lm[0]
     print(
