@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source tree
@@ -153,6 +154,25 @@ def compare(label: str, n: int, nb: tuple[float, dict], lm: tuple[float, dict]) 
             f"{c:<10} {len(m):>5} {agree:>7.1%} {m['correct_nb'].mean():>11.3f} "
             f"{m['correct_lm'].mean():>11.3f} {d:>+8d}"
         )
+        # the option scores themselves, not just the argmax: per item, each side's
+        # log-probabilities softmaxed over the options, their largest gap, and whether the
+        # whole ranking of the options agrees
+        if "option_logprobs" in m.columns:
+            gaps, ranks = [], []
+            for lp_nb, raw_lm in zip(m["option_logprobs"], m["raw_output_lm"], strict=True):
+                a, b = np.asarray(lp_nb, float), np.asarray(json.loads(raw_lm), float)
+                if len(a) != len(b) or not np.isfinite(a).all():
+                    continue  # an option outside nabench's top-k: no full comparison
+                pa_, pb_ = np.exp(a - a.max()), np.exp(b - b.max())
+                pa_, pb_ = pa_ / pa_.sum(), pb_ / pb_.sum()
+                gaps.append(float(np.abs(pa_ - pb_).max()))
+                ranks.append(bool((np.argsort(-a) == np.argsort(-b)).all()))
+            if gaps:
+                print(
+                    f"  option probabilities on {len(gaps)} items: largest gap median "
+                    f"{np.median(gaps):.4f}, max {max(gaps):.4f}; full option ranking agrees "
+                    f"on {np.mean(ranks):.1%}"
+                )
         # agreement means little if both always pick one letter: show what they picked
         for side in ("nb", "lm"):
             counts = m[f"parsed_{side}"].fillna("-").value_counts().sort_index()

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -118,18 +119,23 @@ def test_existing_tag_refused(released: dict[str, object]) -> None:
     assert _git(repo, "rev-parse", "main") == before
 
 
-def test_olah_serves_both_releases(released: dict[str, object], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def olah_env(
+    released: dict[str, object], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    """olah serving the git mirror; the environment that points the Hub client at it."""
     root = released["root"]
     assert isinstance(root, Path)
+    tmp = tmp_path_factory.mktemp("olah")
     port = free_port()
-    config = tmp_path / "olah.toml"
+    config = tmp / "olah.toml"
     config.write_text(
         textwrap.dedent(
             f"""
             [basic]
             host = "127.0.0.1"
             port = {port}
-            repos-path = "{tmp_path / "cache"}"
+            repos-path = "{tmp / "cache"}"
             mirrors-path = ["{root / "mirrors"}"]
             mirror-scheme = "http"
             mirror-netloc = "127.0.0.1:{port}"
@@ -140,36 +146,42 @@ def test_olah_serves_both_releases(released: dict[str, object], tmp_path: Path) 
             """
         )
     )
-    log = (tmp_path / "olah.log").open("wb")
+    log = (tmp / "olah.log").open("wb")
     server = subprocess.Popen(
-        [str(olah_python()), "-m", "olah.server", "-c", str(config), "--log-path", str(tmp_path)],
+        [str(olah_python()), "-m", "olah.server", "-c", str(config), "--log-path", str(tmp)],
         stdout=log,
         stderr=subprocess.STDOUT,
-        cwd=tmp_path,
+        cwd=tmp,
     )
     try:
         wait_for_port(port, server)
         env = {
             **os.environ,
             "HF_ENDPOINT": f"http://127.0.0.1:{port}",
-            "HF_HOME": str(tmp_path / "hf"),
+            "HF_HOME": str(tmp / "hf"),
             "HF_HUB_DISABLE_TELEMETRY": "1",
         }
         env.pop("HF_HUB_OFFLINE", None)
         env.pop("HF_DATASETS_OFFLINE", None)
-        result = tmp_path / "read.json"
-        proc = subprocess.run(
-            [sys.executable, "-c", READ_BACK, str(result)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        yield env
     finally:
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+def test_olah_serves_both_releases(
+    released: dict[str, object], olah_env: dict[str, str], tmp_path: Path
+) -> None:
+    result = tmp_path / "read.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", READ_BACK, str(result)],
+        env=olah_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(result.read_text())
     v1, v11 = released["v1"], released["v11"]
     assert isinstance(v1, Path) and isinstance(v11, Path)
@@ -181,3 +193,46 @@ def test_olah_serves_both_releases(released: dict[str, object], tmp_path: Path) 
     first, second = released["first"], released["second"]
     assert got["tags"] == {"v1.0.0": first.commit, "v1.1.0": second.commit}  # type: ignore[attr-defined]
     assert got["branches"] == {"main": second.commit}  # type: ignore[attr-defined]
+
+
+def test_lm_eval_runs_the_release_through_the_mirror(
+    released: dict[str, object], olah_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A researcher's path: the release's own `lm_eval/` tasks (pinned to the tag), read from
+    a clone of the tag, run by `lm-eval --model hf` on SmolLM2 with the data fetched from
+    the Hub mirror at that revision; one accuracy per config, on the release's rows."""
+    from nabench.evaluation.external import read_lm_eval
+    from nabench.llm import default_hf_dir
+
+    repo = released["repo"]
+    assert isinstance(repo, Path)
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", "--branch", "v1.1.0", str(repo), str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    tasks_yaml = (clone / "lm_eval" / "nabench_mmlu_na_na_keyed.yaml").read_text()
+    assert "dataset_path: org/mmlu-na" in tasks_yaml and "revision: v1.1.0" in tasks_yaml
+    hf = default_hf_dir()
+    assert (hf / "config.json").is_file(), f"no HF folder at {hf}: run `nabench llm convert-hf`"
+    out = tmp_path / "lm-eval"
+    tasks = "nabench_mmlu_na_original,nabench_mmlu_na_na_keyed"
+    proc = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "run", "--include_path", str(clone / "lm_eval"),
+         "--tasks", tasks, "--model", "hf", "--model_args", f"pretrained={hf},dtype=float32",
+         "--batch_size", "8", "--limit", "10", "--log_samples", "--output_path", str(out)],
+        env=olah_env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    (results,) = out.rglob("results_*.json")
+    res = json.loads(results.read_text())
+    for task in tasks.split(","):
+        assert 0.0 <= res["results"][task]["acc,none"] <= 1.0
+        assert res["n-samples"][task]["effective"] == 10
+    runs = {r.config: r for r in read_lm_eval(out)}
+    v11 = released["v11"]
+    assert isinstance(v11, Path)
+    for config in ("original", "na_keyed"):
+        rows = pq.read_table(v11 / config / "test-00000-of-00001.parquet").to_pylist()[:10]
+        assert list(runs[config].responses["id"]) == [r["id"] for r in rows]
