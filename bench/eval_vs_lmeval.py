@@ -158,15 +158,25 @@ def compare(label: str, n: int, nb: tuple[float, dict], lm: tuple[float, dict]) 
         # log-probabilities softmaxed over the options, their largest gap, and whether the
         # whole ranking of the options agrees
         if "option_logprobs" in m.columns:
-            gaps, ranks = [], []
+            gaps, ranks, diffs = [], [], []
             for lp_nb, raw_lm in zip(m["option_logprobs"], m["raw_output_lm"], strict=True):
                 a, b = np.asarray(lp_nb, float), np.asarray(json.loads(raw_lm), float)
-                if len(a) != len(b) or not np.isfinite(a).all():
+                if len(a) != len(b):
+                    continue
+                seen = np.isfinite(a)  # the options in nabench's top-k: log p(" X" | prompt)
+                diffs += np.abs(a[seen] - b[seen]).tolist()
+                if not seen.all():
                     continue  # an option outside nabench's top-k: no full comparison
                 pa_, pb_ = np.exp(a - a.max()), np.exp(b - b.max())
                 pa_, pb_ = pa_ / pa_.sum(), pb_ / pb_.sum()
                 gaps.append(float(np.abs(pa_ - pb_).max()))
                 ranks.append(bool((np.argsort(-a) == np.argsort(-b)).all()))
+            if diffs:
+                print(
+                    f"  log-probability of {len(diffs)} options nabench read from its top-k vs "
+                    f"lm-eval's log-likelihood: max |diff| {max(diffs):.2e}, median "
+                    f"{np.median(diffs):.2e}"
+                )
             if gaps:
                 print(
                     f"  option probabilities on {len(gaps)} items: largest gap median "
