@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from nabench.core.errors import NabenchError
 from nabench.schemas.tables import ARROW_SCHEMAS
 from nabench.validate.artifacts import check_artifacts, prompt_type_counts
-from nabench.validate.build_tree import check_build_tree
+from nabench.validate.build_tree import build_kind, check_build_tree
 from nabench.validate.contributions import is_contributions_dir, validate_contributions
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -25,8 +25,8 @@ from nabench.validate.invariants import (
     check_schema,
     letter_distribution,
 )
-from nabench.validate.na_train import Parse, is_na_train_build, validate_na_train_dir
-from nabench.validate.selfknow import is_selfknow_build, validate_selfknow_dir
+from nabench.validate.na_train import Parse, validate_na_train_dir
+from nabench.validate.selfknow import validate_selfknow_dir
 
 
 def read_rows(path: Path) -> pa.Table:
@@ -129,9 +129,10 @@ def validate_path(
         validate_table(read_rows(path), path.name, report)
         return report
 
-    if is_na_train_build(path):  # its own invariants; `parse` is the evaluation parser
+    kind = build_kind(path)
+    if kind == "na-train":  # its own invariants; `parse` is the evaluation parser
         return validate_na_train_dir(path, parse)
-    if is_selfknow_build(path):
+    if kind == "selfknow":
         return validate_selfknow_dir(path)
     if is_contributions_dir(path):
         result: ValidationReport = validate_contributions(

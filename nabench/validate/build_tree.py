@@ -8,6 +8,7 @@ row-level rules (`invariants`) then say what changed in words.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -173,6 +174,18 @@ def _parquet_rows(path: Path) -> int | None:
         return int(pq.ParquetFile(path).metadata.num_rows)
     except (OSError, ValueError):
         return None
+
+
+def build_kind(path: Path) -> str | None:
+    """The `kind` a built folder's build.json names (None: no readable manifest)."""
+    manifest = path / "build.json"
+    if not manifest.is_file():
+        return None
+    try:
+        kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def check_build_tree(root: Path) -> list[Violation]:

@@ -8,7 +8,6 @@ below `evaluation/` and must not import it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -187,17 +186,6 @@ def check_na_train(
     if eval_index is not None:
         out += check_contamination(tables, eval_index, samples, split)
     return out
-
-
-def is_na_train_build(path: Path) -> bool:
-    """A built folder whose manifest says `kind: na-train`."""
-    manifest = path / "build.json"
-    if not manifest.is_file():
-        return False
-    try:
-        return bool(json.loads(manifest.read_text(encoding="utf-8")).get("kind") == "na-train")
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def validate_na_train_dir(path: Path, parse: Parse | None) -> ValidationReport:

@@ -5,7 +5,6 @@ naming a task of the `tasks` config."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +14,7 @@ from nabench.schemas.check import table_violations
 from nabench.validate.build_tree import check_build_tree
 from nabench.validate.invariants import ValidationReport, Violation
 
-__all__ = ["is_selfknow_build", "validate_selfknow_dir"]
+__all__ = ["validate_selfknow_dir"]
 
 # config -> row kind (nabench.schemas.kinds)
 CONFIG_KINDS = {
@@ -23,17 +22,6 @@ CONFIG_KINDS = {
     "quarantine": "selfknow_quarantine",
     "classifications": "selfknow_classifications",
 }
-
-
-def is_selfknow_build(path: Path) -> bool:
-    """A built folder whose manifest says `kind: selfknow`."""
-    manifest = path / "build.json"
-    if not manifest.is_file():
-        return False
-    try:
-        return bool(json.loads(manifest.read_text(encoding="utf-8")).get("kind") == "selfknow")
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def validate_selfknow_dir(path: Path) -> ValidationReport:
