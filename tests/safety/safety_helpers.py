@@ -152,7 +152,7 @@ labels:
 """
 
 
-def build_args(source: Path, out: Path, *extra: str, limit: int = 12) -> Sequence[str]:
+def build_args(source: Path, out: Path | str, *extra: str, limit: int = 12) -> Sequence[str]:
     return (
         "build",
         "--source",

@@ -25,19 +25,11 @@ from safety_helpers import (
 from nabench.llm import free_port
 
 
-@pytest.fixture(scope="module")
-def previous_build(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> Path:
-    out = tmp_path_factory.mktemp("previous") / "build"
-    run = nabench(*build_args(mmlu_dir, out, "--labels", "none"), "mmlu-na")
-    assert run.code == 0, run.stderr
-    return out
-
-
 @pytest.fixture
-def out(previous_build: Path, tmp_path: Path) -> Path:
+def out(plain_build: Path, tmp_path: Path) -> Path:
     """A copy of a finished build: what each bad run must leave exactly as it is."""
     target = tmp_path / "out"
-    shutil.copytree(previous_build, target)
+    shutil.copytree(plain_build, target)
     return target
 
 

@@ -35,17 +35,8 @@ def test_out_on_a_folder_of_user_files_is_refused(
     monkeypatch.chdir(project)
     out = "." if where == "cwd" else str(project)
     run = nabench(
-        "build",
+        *build_args(mmlu_dir, out, "--labels", "none", limit=5),
         "mmlu-na",
-        "--source",
-        str(mmlu_dir),
-        "--labels",
-        "none",
-        "--limit",
-        "5",
-        "--out",
-        out,
-        "--quiet",
     )
     assert run.code != 0
     assert len(run.errors) == 1 and "not a nabench build" in run.errors[0], run.stderr
@@ -66,17 +57,8 @@ def test_out_home_is_refused(mmlu_dir: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     before = _user_files(home)
     run = nabench(
-        "build",
+        *build_args(mmlu_dir, "~", "--labels", "none", limit=5),
         "mmlu-na",
-        "--source",
-        str(mmlu_dir),
-        "--labels",
-        "none",
-        "--limit",
-        "5",
-        "--out",
-        "~",
-        "--quiet",
         env={"HOME": str(home)},
     )
     assert run.code != 0 and len(run.errors) == 1, run.stderr

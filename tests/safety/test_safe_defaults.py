@@ -93,14 +93,6 @@ def test_plan_gate_and_measured_estimate(capsys: pytest.CaptureFixture[str]) -> 
     ]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> Path:
-    out = tmp_path_factory.mktemp("built") / "mmlu-na"
-    run = nabench(*build_args(mmlu_dir, out, "--labels", "none"), "mmlu-na")
-    assert run.code == 0, run.stderr
-    return out
-
-
 def _git_refs(repo: Path) -> str:
     if not repo.exists():
         return ""
@@ -109,9 +101,9 @@ def _git_refs(repo: Path) -> str:
     ).stdout
 
 
-def test_publish_refuses_a_build_that_fails_validation(built: Path, tmp_path: Path) -> None:
+def test_publish_refuses_a_build_that_fails_validation(plain_build: Path, tmp_path: Path) -> None:
     staged = tmp_path / "mmlu-na"
-    shutil.copytree(built, staged)
+    shutil.copytree(plain_build, staged)
     rel = "na_keyed/test-00000-of-00001.parquet"
     table = pq.read_table(staged / rel)
     answers = table.column("answer").to_pylist()
@@ -144,15 +136,15 @@ def test_publish_refuses_an_empty_build(mmlu_dir: Path, tmp_path: Path) -> None:
     assert _git_refs(repo) == ""
 
 
-def test_git_publish_checks_the_tag_before_committing(built: Path, tmp_path: Path) -> None:
+def test_git_publish_checks_the_tag_before_committing(plain_build: Path, tmp_path: Path) -> None:
     repo = tmp_path / "repo.git"
-    run = nabench("publish", str(built), "--to", f"git:{repo}", "--version", "1.0.4-x.lock")
+    run = nabench("publish", str(plain_build), "--to", f"git:{repo}", "--version", "1.0.4-x.lock")
     # the version rule refuses it first; the git tag check stands behind it (below)
     assert run.code != 0 and "not semantic" in run.errors[0], run.stderr
     assert _git_refs(repo) == ""
     with pytest.raises(NabenchError, match="not a valid git tag name"):
         check_tag_name("v1.0.4-x.lock")  # nothing on main, untagged or not
-    ok = nabench("publish", str(built), "--to", f"git:{repo}", "--version", "1.0.4-rc.1")
+    ok = nabench("publish", str(plain_build), "--to", f"git:{repo}", "--version", "1.0.4-rc.1")
     assert ok.code == 0, ok.stderr
     assert "refs/tags/v1.0.4-rc.1" in _git_refs(repo)
 
@@ -200,7 +192,7 @@ def test_push_with_a_rejected_token_says_so(mmlu_dir: Path, tmp_path: Path, no_t
 
 
 def test_publish_defaults_to_the_token_owner_and_reports_hub_errors(
-    built: Path, no_token: dict
+    plain_build: Path, no_token: dict
 ) -> None:
     seen: list[str] = []
 
@@ -212,7 +204,7 @@ def test_publish_defaults_to_the_token_owner_and_reports_hub_errors(
 
     with http_server(hub) as url:
         run = nabench_process(
-            "publish", str(built), env={**no_token, "HF_TOKEN": "hf_x", "HF_ENDPOINT": url}
+            "publish", str(plain_build), env={**no_token, "HF_TOKEN": "hf_x", "HF_ENDPOINT": url}
         )
     assert run.code != 0 and len(run.errors) == 1, run.stderr
     assert "answered HTTP 500 while creating alice/mmlu-na" in run.errors[0]
