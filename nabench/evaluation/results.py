@@ -14,7 +14,6 @@ the exported task carries, so it pairs with ``original`` like any nabench run.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import load_json_file
 from nabench.evaluation.categories import Grouping, UnknownSubjectError, mmlu_category
 from nabench.evaluation.external import ExternalRun, is_external, read_external
 
@@ -116,7 +116,9 @@ def _run_names(dirs: Sequence[Path]) -> dict[Path, str]:
 
 
 def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table]:
-    summary = json.loads(summary_path.read_text("utf-8"))
+    summary = load_json_file(summary_path)  # one line naming the file if it is not JSON
+    if not isinstance(summary, dict) or not isinstance(summary.get("config"), str):
+        raise NabenchError(f'{summary_path}: not an eval summary (no "config" name)')
     config = summary["config"]
     parquet = summary_path.with_name(f"{config}.parquet")
     if not parquet.is_file():

@@ -359,3 +359,27 @@ def test_artifacts_paper_protocol_t_test_and_kappa(tmp_path: Path) -> None:
     assert kappa["run"] == "strong" and kappa["n"] == n
     assert kappa["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
     assert kappa["ci_low"] <= kappa["kappa"] <= kappa["ci_high"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("garbage", "invalid JSON at line 1, column 1"),
+        ('{"a": 1}', 'not an eval summary (no "config" name)'),
+        ("[1, 2]", 'not an eval summary (no "config" name)'),
+    ],
+)
+def test_a_corrupt_summary_is_one_line_naming_the_file(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    root = tmp_path / "res"
+    (root / "run").mkdir(parents=True)
+    (root / "run" / "original.summary.json").write_text(text)
+    res = CliRunner().invoke(main, ["report", str(root), "--out", str(tmp_path / "r")])
+    assert res.exit_code != 0 and "internal error" not in res.output
+    assert f"original.summary.json: {message}" in res.output
+    assert not (tmp_path / "r").exists()
