@@ -46,10 +46,11 @@ class _Ticks:
 
 def count_hits(
     backend: Backend, cache: ResponseCache, requests: Sequence[ChatRequest], namespace: str = ""
-) -> int:
-    """How many distinct `requests` `run_cached` would answer from `cache` (for a plan)."""
+) -> tuple[int, int]:
+    """(distinct requests, how many of them `run_cached` would answer from `cache`): what a
+    plan reports (identical requests are sent once)."""
     keys = {cache.key(backend.model_id, r, namespace) for r in requests}
-    return len(cache.get_many(list(keys)))
+    return len(keys), len(cache.get_many(list(keys)))
 
 
 def run_cached(

@@ -223,12 +223,12 @@ def sample(
         backend.engine = make_engine(spec.engine, spec.ray)
     try:
         with ResponseCache(options.cache or default_cache_path()) as cache:
-            distinct = len({cache.key(backend.model_id, r, NAMESPACE) for r in requests})
+            distinct, cached = count_hits(backend, cache, requests, NAMESPACE)
             job = JobPlan(
                 f"sample {len(requests):,} answer(s) ({spec.n} per variant of an item)",
                 backend.model_id,
                 distinct,
-                count_hits(backend, cache, requests, NAMESPACE),
+                cached,
             )
             job.require_confirmation(options.yes)
             comps, stats = run_cached(
