@@ -3,7 +3,8 @@
 folders, then reported, against a naive per-item baseline measured in the same run.
 
 * nabench: :func:`write_report` without plots (tables, headline with bootstrap CIs,
-  panel statistics, report.md, report.json), and :func:`build_report` alone (in memory).
+  panel statistics, report.md, report.json, the report.html item browser), and
+  :func:`build_report` alone (in memory).
 * naive: what a straightforward implementation does for the headline and the panel —
   per model and variant a Python loop pairing items in dicts and an index-resampling
   bootstrap of the paired difference (2,000 resamples), and KR-20 per category with a
@@ -121,7 +122,7 @@ def main() -> None:
         slow = tuple(x * scale for x in timed(lambda: naive(root, args.naive_models)))
     # CPU time is printed beside wall time: on a shared machine wall time mostly
     # measures the other processes.
-    print(f"nabench report (load + tables + md + json, no plots): wall {full[0]:6.2f} s"
+    print(f"nabench report (load, tables, md, json, html; no plots): wall {full[0]:6.2f} s"
           f"  cpu {full[1]:6.2f} s")  # fmt: skip
     print(f"nabench build_report (in memory)                  : wall {build[0]:6.2f} s"
           f"  cpu {build[1]:6.2f} s")  # fmt: skip

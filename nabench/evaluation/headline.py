@@ -122,8 +122,8 @@ def headline_by(
         return pd.DataFrame(columns=cols)
     g, first = _group_codes(paired, keys)
     n_groups = len(first)
-    src = paired["source_id"].to_numpy()
-    clustered = bool(paired.duplicated([*keys, "source_id"]).any())
+    src, _ = pd.factorize(paired["source_id"])  # codes: a cluster is a source item
+    clustered = len(np.unique(g * (int(src.max()) + 1) + src)) < len(g)  # several rows per item
     args = (paired["score_o"].to_numpy(), paired["score_v"].to_numpy(), g,
             src if clustered else None)  # fmt: skip
     stats = paired_drops(*args) if bootstrap else paired_drops_normal(*args)

@@ -123,19 +123,17 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
     parquet = summary_path.with_name(f"{config}.parquet")
     if not parquet.is_file():
         raise NabenchError(f"{summary_path} has no responses file {parquet.name}")
-    names = set(pq.read_schema(parquet).names)
-    cols = _COLUMNS + (["source_id"] if "source_id" in names else [])
-    table = pq.read_table(parquet, columns=cols)
-    if "source_id" not in names:  # results written before source ids were recorded
-        table = table.append_column("source_id", table.column("id"))
+    with pq.ParquetFile(parquet) as pf:  # one open; half the cost of read_table's dataset path
+        names = set(pf.schema_arrow.names)
+        optional = [c for c in ("source_id", "parsed") if c in names]
+        table = pf.read(columns=_COLUMNS + optional)
     n = table.num_rows
-    table = table.select(["id", "source_id", *_COLUMNS[1:]])
+    source_id = table.column("source_id" if "source_id" in names else "id")  # older results
     parsed = (  # the predicted letter (kappa between configs); absent in hand-made files
-        pq.read_table(parquet, columns=["parsed"]).column("parsed").cast(pa.string())
-        if "parsed" in names
-        else pa.nulls(n, pa.string())
+        table.column("parsed").cast(pa.string()) if "parsed" in names else pa.nulls(n, pa.string())
     )
-    table = table.append_column("parsed", parsed)
+    table = table.select(["id", *_COLUMNS[1:]])
+    table = table.add_column(1, "source_id", source_id).append_column("parsed", parsed)
     table = table.append_column("run", pa.array([run] * n, pa.string()))
     table = table.append_column("config", pa.array([config] * n, pa.string()))
     row = {

@@ -52,49 +52,55 @@ class StringTable:
     def many(self, values: Iterable[object]) -> list[int]:
         return [self.code(v) for v in values]
 
+    def column(self, values: pd.Series) -> np.ndarray:
+        """Codes of a whole column: each distinct value coded once (null -> -1)."""
+        local, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+        codes = np.array(self.many(uniques) + [-1], dtype=np.int64)
+        return codes[local]  # the sentinel -1 picks the trailing -1
+
     @property
     def strings(self) -> list[str]:
         return list(self.codes)
 
 
 def _states(df: pd.DataFrame) -> np.ndarray:
-    parsed = df["parsed"].astype(object) if "parsed" in df else pd.Series([None] * len(df))
     correct = df["correct"].to_numpy(bool)
     invalid = df["invalid"].to_numpy(bool)
     out = np.full(len(df), "+", dtype="<U1")
     out[~correct] = "-"
-    letter = parsed.map(lambda p: isinstance(p, str) and len(p) == 1).to_numpy(bool)
-    letters = parsed[letter].astype(str)
-    out[letter & correct] = letters[correct[letter]].str.upper().to_numpy()
-    out[letter & ~correct] = letters[~correct[letter]].str.lower().to_numpy()
+    if "parsed" in df:
+        parsed = df["parsed"].astype("string")
+        letter = (parsed.str.len() == 1).fillna(False).to_numpy(bool)
+        letters = parsed[letter]
+        out[letter & correct] = letters[correct[letter]].str.upper().to_numpy(str)
+        out[letter & ~correct] = letters[~correct[letter]].str.lower().to_numpy(str)
     out[invalid] = "?"
     return out
 
 
 def _read_result(path: Path) -> pd.DataFrame:
-    names = set(pq.read_schema(path).names)
-    df = pq.read_table(path, columns=[c for c in _RESULT_COLS if c in names]).to_pandas()
+    with pq.ParquetFile(path) as pf:
+        names = set(pf.schema_arrow.names)
+        df = pf.read(columns=[c for c in _RESULT_COLS if c in names]).to_pandas()
     if "source_id" not in df:
         df["source_id"] = df["id"]
     return df
 
 
-def _run_entry(df: pd.DataFrame, pos: Mapping[str, int], n: int, st: StringTable) -> dict:
-    idx = df["source_id"].astype(str).map(pos).to_numpy(np.int64)
+def _run_entry(df: pd.DataFrame, pos: pd.Index, n: int, st: StringTable) -> dict:
+    idx = pos.get_indexer(df["source_id"].astype(str))
     states = np.full(n, ".", dtype="<U1")
     states[idx] = _states(df)
     entry: dict[str, Any] = {"s": "".join(states.tolist())}
     conf = df["confidence"].to_numpy(np.float64) if "confidence" in df else np.full(len(df), np.nan)
     if np.isfinite(conf).any():
-        full = [None] * n
-        for i, c in zip(idx.tolist(), conf.tolist(), strict=True):
-            full[i] = None if math.isnan(c) else round(c, 3)
-        entry["conf"] = full
+        full = np.full(n, np.nan)
+        full[idx] = np.round(conf, 3)
+        entry["conf"] = [None if math.isnan(c) else c for c in full.tolist()]
     if "raw_output" in df:
-        raw = [-1] * n
-        for i, code in zip(idx.tolist(), st.many(df["raw_output"]), strict=True):
-            raw[i] = code
-        entry["raw"] = raw
+        raw = np.full(n, -1, dtype=np.int64)
+        raw[idx] = st.column(df["raw_output"])
+        entry["raw"] = raw.tolist()
     return entry
 
 
@@ -109,13 +115,13 @@ def _dataset_rows(dataset: object, config: str) -> pd.DataFrame | None:
     return pd.concat([pq.read_table(f, columns=cols).to_pandas() for f in files])
 
 
-def _text_entry(rows: pd.DataFrame, pos: Mapping[str, int], n: int, st: StringTable) -> dict:
+def _text_entry(rows: pd.DataFrame, pos: pd.Index, n: int, st: StringTable) -> dict:
     q, key, na = [-1] * n, [-1] * n, [-1] * n
     ch: list[list[int] | None] = [None] * n
     has_na = "na_text" in rows
-    for r in rows.itertuples(index=False):
-        i = pos.get(str(r.id))
-        if i is None:
+    where = pos.get_indexer(rows["id"].astype(str)).tolist()
+    for i, r in zip(where, rows.itertuples(index=False), strict=True):
+        if i < 0:
             continue
         q[i] = st.code(r.question)
         ch[i] = st.many(r.choices) if "choices" in rows else None
@@ -137,8 +143,10 @@ def browser_payload(
         (run, cfg): _read_result(folders[run] / f"{cfg}.parquet")
         for run, cfg in zip(summaries["run"], summaries["config"], strict=True)
     }
-    ids = list(dict.fromkeys(i for df in frames.values() for i in df["source_id"].astype(str)))
-    pos = {i: k for k, i in enumerate(ids)}
+    # every run's source ids, in order of first appearance
+    sources = [df["source_id"].astype(str) for df in frames.values()]
+    ids = pd.unique(pd.concat(sources)).tolist() if sources else []
+    pos = pd.Index(ids)
     subj = StringTable()
     payload: dict[str, Any] = {
         "ids": ids,
