@@ -11,6 +11,7 @@ from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS, PROMPT_FORMATS
 from nabench.evaluation.report import write_report
 from nabench.evaluation.runner import EvalOptions, run_eval
+from nabench.label.files import read_labels
 from nabench.schemas.protocol import get_protocol
 
 __all__ = ["eval_cmd", "report_cmd"]
@@ -165,12 +166,20 @@ def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
     help="A paper's preset (na-paper): adds that paper's tables (its `report` section), "
     "recorded in report.json.",
 )
+@click.option(
+    "--labels",
+    "labels_path",
+    type=click.Path(path_type=Path),
+    help="NA-applicability labels (a build's labels/*.parquet, or parquet/CSV/JSONL with "
+    "id, na_applicable) for na-paper's full vs NA-filtered correlation.",
+)
 def report_cmd(
     results: tuple[Path, ...],
     out: Path,
     panel_min_coverage: float,
     no_plots: bool,
     protocol: str | None,
+    labels_path: Path | None,
 ) -> None:
     """Report over eval RESULTS folders: accuracy tables, panel reliability, plots."""
 
@@ -181,8 +190,24 @@ def report_cmd(
             raise NabenchError(
                 f"protocol {preset.name!r} applies to {', '.join(preset.applies_to)}, not report"
             )
+    wants_labels = (
+        preset is not None
+        and preset.report is not None
+        and ("full_vs_na_filtered" in preset.report.tables)
+    )
+    if labels_path is not None and not wants_labels:
+        raise NabenchError(
+            "--labels is read only by a protocol with the full vs NA-filtered table "
+            "(--protocol na-paper)"
+        )
+    labels = None if labels_path is None else read_labels(labels_path)
     report = write_report(
-        results, out, min_coverage=panel_min_coverage, plots=not no_plots, protocol=preset
+        results,
+        out,
+        min_coverage=panel_min_coverage,
+        plots=not no_plots,
+        protocol=preset,
+        labels=labels,
     )
     click.echo(
         f"{len(report.results.runs)} run(s), {len(report.results.configs)} config(s), "

@@ -84,9 +84,13 @@ class Report:
 
 
 def build_report(
-    results: Results, min_coverage: float = 1.0, protocol: Protocol | None = None
+    results: Results,
+    min_coverage: float = 1.0,
+    protocol: Protocol | None = None,
+    labels: pd.DataFrame | None = None,
 ) -> Report:
-    """Compute every table (no files written); a protocol preset adds its paper's tables."""
+    """Compute every table (no files written); a protocol preset adds its paper's tables
+    (``labels``: NA-applicability labels, id → na_applicable, for the NA-filtered table)."""
     configs = config_table(results)
     variants = results.mc_variants()
     panels = [p for c in results.configs if (p := make_panel(results, c, min_coverage))]
@@ -105,7 +109,11 @@ def build_report(
         "confidence": confidence_table(results),
     }
     compared = [ORIGINAL, *variants]
-    paper = {} if protocol is None else paper_tables(tables, panels, compared, results, protocol)
+    paper = (
+        {}
+        if protocol is None
+        else paper_tables(tables, panels, compared, results, protocol, labels)
+    )
     tables.update(paper)
     return Report(results, tables, panels, min_coverage, protocol=protocol, paper=list(paper))
 
@@ -160,11 +168,12 @@ def write_report(
     plots: bool = True,
     html: bool = True,
     protocol: Protocol | None = None,
+    labels: pd.DataFrame | None = None,
 ) -> Report:
     """Load results, compute the tables, write CSVs, plots, ``report.md``, ``report.json``
     and (``html``) the self-contained ``report.html`` (:mod:`~nabench.evaluation.html`)."""
     out = Path(out)
-    report = build_report(load_results(paths), min_coverage, protocol)
+    report = build_report(load_results(paths), min_coverage, protocol, labels)
     tables_dir = out / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)
     for name, df in report.tables.items():

@@ -79,6 +79,8 @@ PaperTableName = Literal[
     "kr20_mean_sd_over_subjects",
     "anova_by_category",
     "accuracy_by_phrasing",
+    "full_vs_na_filtered",
+    "full_vs_na_filtered_subjects",
     "baseline_t_test",
     "qi_choices_only_kappa",
 ]  # computed by nabench.evaluation.paper_report.PAPER_TABLES
@@ -87,6 +89,10 @@ PaperTableName = Literal[
 class ReportPreset(_Spec):
     tables: list[PaperTableName] = Field(default_factory=list)
     categories: list[Literal["lm_eval", "hendrycks"]] = Field(default_factory=lambda: ["lm_eval"])
+    # With a two-step question-inference config (`qi_step2`) among MMLU results, the paper
+    # tables score every config on the first this-share of the source items, as the
+    # artifacts authors' evaluation/plot_accuracy.py does (0.75); the baseline keeps all.
+    mmlu_two_step_share: float | None = Field(default=None, gt=0.0, le=1.0)
 
 
 class Protocol(_Spec):

@@ -228,7 +228,7 @@ def test_na_paper_protocol_adds_its_tables_under_both_groupings(
     assert set(tables) == {
         f"{t}_{g}" for t in ("paper_table1", "paper_table2", "anova")
         for g in ("hendrycks", "lm_eval")
-    } | {"paper_table3"}  # fmt: skip
+    } | {"paper_table3", "full_vs_na_filtered", "full_vs_na_filtered_subjects"}  # fmt: skip
     subject_of = np.array([SUBJECTS[j % 5] for j in range(300)])
 
     def kr(mat: np.ndarray, subject: str) -> float:
@@ -286,9 +286,11 @@ def test_report_protocol_below_five_models_and_wrong_preset(
 
 
 def _write_artifact_run(root: Path, run: str, config: str, parsed: list[str | None],
-                        gold: list[str]) -> None:  # fmt: skip
+                        gold: list[str], subject: str = "anatomy") -> None:  # fmt: skip
     n = len(parsed)
+    # ids in source order; written shuffled, so source order must come from the id's index
     ids = [f"mmlu/all/test/{k:05d}" for k in range(n)]
+    order = np.random.default_rng(len(run) + len(config)).permutation(n)
     correct = np.array([p == g for p, g in zip(parsed, gold, strict=True)])
     invalid = np.array([p is None for p in parsed])
     d = root / run
@@ -297,7 +299,7 @@ def _write_artifact_run(root: Path, run: str, config: str, parsed: list[str | No
         {
             "id": ids,
             "source_id": ids,
-            "subject": ["anatomy"] * n,
+            "subject": [subject] * n,
             "parsed": parsed,
             "score": np.where(invalid, 0.25, correct * 1.0),
             "correct": correct,
@@ -305,18 +307,34 @@ def _write_artifact_run(root: Path, run: str, config: str, parsed: list[str | No
             "confidence": np.full(n, np.nan),
             "gold": gold,
         }
-    ).to_parquet(d / f"{config}.parquet", index=False)
+    ).iloc[order].to_parquet(d / f"{config}.parquet", index=False)
     summary = {"config": config, "model": run, "backend": "local", "mode": "generate",
                "kind": "mc", "invalid_credit": 0.25}  # fmt: skip
     (d / f"{config}.summary.json").write_text(json.dumps(summary))
 
 
-def test_artifacts_paper_protocol_t_test_and_kappa(tmp_path: Path) -> None:
-    """The paper's significance test (pooled two-sample t against the per-item majority
-    baseline, p < 0.00005) and κ between choices-only and question-inference answers, each
-    checked against the formulas computed here."""
-    from click.testing import CliRunner
+def _pooled_t_greater(x: np.ndarray, base: np.ndarray) -> tuple[float, float]:
+    """The pooled-variance two-sample t and its one-sided (x > base) p, written out."""
     from scipy.stats import t as t_dist
+
+    n1, n2 = len(x), len(base)
+    pooled = ((n1 - 1) * x.var(ddof=1) + (n2 - 1) * base.var(ddof=1)) / (n1 + n2 - 2)
+    t = (x.mean() - base.mean()) / np.sqrt(pooled * (1 / n1 + 1 / n2))
+    return float(t), float(t_dist.sf(t, n1 + n2 - 2))
+
+
+@pytest.mark.parametrize(
+    ("subject", "scored"),
+    [("anatomy", 300), ("ARC-Challenge", 400)],  # MMLU two-step: first 75 % of 400 items
+)
+def test_artifacts_paper_protocol_t_test_and_kappa(
+    tmp_path: Path, subject: str, scored: int
+) -> None:
+    """The paper's significance test (one-sided pooled two-sample t against the per-item
+    majority baseline, p < 0.00005), κ between choices-only and question-inference answers,
+    and the authors' 75 % rule for MMLU with a two-step config (every config scored on the
+    first 300 of 400 items, the baseline on all 400), each checked against formulas here."""
+    from click.testing import CliRunner
 
     from nabench.cli import main
 
@@ -325,11 +343,12 @@ def test_artifacts_paper_protocol_t_test_and_kappa(tmp_path: Path) -> None:
     gold = ["A" if k % 5 < 2 else "BCD"[k % 3] for k in range(n)]  # A is the majority
     root = tmp_path / "res"
     co = [g if rng.random() < 0.7 else "D" for g in gold]  # well above the baseline
+    co[300:] = ["D"] * 100  # the last quarter all wrong: the 75 % rule changes the numbers
     qi = [c if rng.random() < 0.8 else None for c in co]  # mostly agrees, some invalid
-    _write_artifact_run(root, "strong", "choices_only", co, gold)
-    _write_artifact_run(root, "strong", "qi_step2", qi, gold)
+    _write_artifact_run(root, "strong", "choices_only", co, gold, subject)
+    _write_artifact_run(root, "strong", "qi_step2", qi, gold, subject)
     weak = [("A" if rng.random() < 0.5 else "B") for _ in gold]
-    _write_artifact_run(root, "weak", "choices_only", weak, gold)
+    _write_artifact_run(root, "weak", "choices_only", weak, gold, subject)
     out = tmp_path / "r"
     res = CliRunner().invoke(
         main, ["report", str(root), "--out", str(out), "--no-plots", "--protocol",
@@ -341,22 +360,24 @@ def test_artifacts_paper_protocol_t_test_and_kappa(tmp_path: Path) -> None:
     rows = {(r["run"], r["config"]): r for r in tables["baseline_t_test"]}
     base = np.array([g == "A" for g in gold], float)
     for key, parsed in ((("strong", "choices_only"), co), (("weak", "choices_only"), weak)):
-        x = np.array([p == g for p, g in zip(parsed, gold, strict=True)], float)
-        pooled = ((n - 1) * x.var(ddof=1) + (n - 1) * base.var(ddof=1)) / (2 * n - 2)
-        t = (x.mean() - base.mean()) / np.sqrt(pooled * 2 / n)
+        x = np.array([p == g for p, g in zip(parsed, gold, strict=True)], float)[:scored]
+        t, p = _pooled_t_greater(x, base)
         row = rows[key]
+        assert row["n"] == scored and row["n_baseline"] == n
+        assert row["accuracy"] == pytest.approx(x.mean())
         assert row["majority_letter"] == "A" and row["majority_baseline"] == base.mean()
         assert row["t"] == pytest.approx(t)
-        assert row["p_value"] == pytest.approx(2 * t_dist.sf(abs(t), 2 * n - 2), rel=1e-6)
+        assert row["p_value"] == pytest.approx(p, rel=1e-6)
+        assert row["significant"] is (p < 0.00005)
     assert rows[("strong", "choices_only")]["significant"] is True
     assert rows[("weak", "choices_only")]["significant"] is False
     (kappa,) = tables["qi_choices_only_kappa"]  # "weak" has no qi_step2 run
-    a = co
-    b = ["invalid" if q is None else q for q in qi]
+    a = co[:scored]
+    b = ["invalid" if q is None else q for q in qi[:scored]]
     labels = sorted(set(a) | set(b))
     p_o = np.mean([x == y for x, y in zip(a, b, strict=True)])
-    p_e = sum((a.count(lab) / n) * (b.count(lab) / n) for lab in labels)
-    assert kappa["run"] == "strong" and kappa["n"] == n
+    p_e = sum((a.count(lab) / scored) * (b.count(lab) / scored) for lab in labels)
+    assert kappa["run"] == "strong" and kappa["n"] == scored
     assert kappa["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
     assert kappa["ci_low"] <= kappa["kappa"] <= kappa["ci_high"]
 
@@ -383,3 +404,109 @@ def test_a_corrupt_summary_is_one_line_naming_the_file(
     assert res.exit_code != 0 and "internal error" not in res.output
     assert f"original.summary.json: {message}" in res.output
     assert not (tmp_path / "r").exists()
+
+
+def _write_na_keyed_runs(root: Path, n_models: int, subjects: list[str], per: int) -> dict:
+    """``n_models`` runs of `na_keyed` over ``per`` items of each subject; returns
+    run -> source id -> score."""
+    rng = np.random.default_rng(11)
+    ids = [f"mmlu/all/test/{k:05d}" for k in range(per * len(subjects))]
+    subj = [s for s in subjects for _ in range(per)]
+    scores = {}
+    for m in range(n_models):
+        run = f"model{m}"
+        p = 0.2 + 0.6 * rng.random(len(subjects))  # a per-subject skill, so r is not 0
+        correct = rng.random(len(ids)) < np.repeat(p, per)
+        gold = ["ABCD"[k % 4] for k in range(len(ids))]
+        d = root / run
+        d.mkdir(parents=True)
+        pd.DataFrame({
+            "id": ids, "source_id": ids, "subject": subj,
+            "parsed": [g if c else "E" for g, c in zip(gold, correct, strict=True)],
+            "score": correct * 1.0, "correct": correct, "invalid": np.zeros(len(ids), bool),
+            "confidence": np.full(len(ids), np.nan), "gold": gold,
+        }).to_parquet(d / "na_keyed.parquet", index=False)  # fmt: skip
+        (d / "na_keyed.summary.json").write_text(json.dumps(
+            {"config": "na_keyed", "model": run, "backend": "local", "mode": "generate",
+             "kind": "mc", "invalid_credit": 0.0}))  # fmt: skip
+        scores[run] = dict(zip(ids, correct * 1.0, strict=True))
+    return scores
+
+
+def test_na_paper_full_vs_na_filtered_correlation(tmp_path: Path) -> None:
+    """Per subject, na_keyed accuracy on all items vs on the NA-applicable ones; Pearson r
+    over the subjects the filter leaves ≥ half of, per model and for the model mean —
+    checked against accuracies and r computed here with plain loops and np.corrcoef."""
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    subjects = ["anatomy", "astronomy", "virology", "marketing", "nutrition", "sociology",
+                "philosophy", "prehistory"]  # fmt: skip
+    per = 40
+    root = tmp_path / "res"
+    scores = _write_na_keyed_runs(root, 5, subjects, per)
+    rng = np.random.default_rng(5)
+    # filter rates 0.1 ... 0.8 by subject: the last three are at or above the 50 % cut
+    rates = dict(zip(subjects, [0.1, 0.2, 0.3, 0.25, 0.45, 0.5, 0.6, 0.8], strict=True))
+    labels, ids_of = [], {}
+    for j, s in enumerate(subjects):
+        ids = [f"mmlu/all/test/{k:05d}" for k in range(j * per, (j + 1) * per)]
+        ids_of[s] = ids
+        out = set(rng.choice(ids, int(rates[s] * per), replace=False))
+        labels += [{"id": i, "na_applicable": "false" if i in out else "true"} for i in ids]
+    pd.DataFrame(labels).to_csv(tmp_path / "labels.csv", index=False)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["report", str(root), "--out", str(out), "--no-plots",
+                                    "--protocol", "na-paper", "--labels",
+                                    str(tmp_path / "labels.csv")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    tables = json.loads((out / "report.json").read_text())["paper_tables"]
+    applicable = {r["id"] for r in labels if r["na_applicable"] == "true"}
+    kept = [s for s in subjects if rates[s] < 0.5]
+    rows = {r["scope"]: r for r in tables["full_vs_na_filtered"]}
+    full_mean, filt_mean = np.zeros(len(kept)), np.zeros(len(kept))
+    for run, by_id in scores.items():
+        full = [sum(by_id[i] for i in ids_of[s]) / per for s in kept]
+        filt = [np.mean([by_id[i] for i in ids_of[s] if i in applicable]) for s in kept]
+        full_mean += np.array(full) / len(scores)
+        filt_mean += np.array(filt) / len(scores)
+        row = rows[run]
+        assert row["n_subjects"] == 5 and row["n_subjects_left_out"] == 3
+        assert row["pearson_r"] == pytest.approx(np.corrcoef(full, filt)[0, 1])
+    mean = rows["mean over models"]
+    assert mean["pearson_r"] == pytest.approx(np.corrcoef(full_mean, filt_mean)[0, 1])
+    per_subject = {(r["run"], r["subject"]): r for r in tables["full_vs_na_filtered_subjects"]}
+    assert per_subject[("model0", "prehistory")]["filter_rate"] == pytest.approx(0.8)
+    assert per_subject[("model0", "prehistory")]["n_filtered"] == 8
+
+
+def test_report_labels_flag_errors(tmp_path: Path) -> None:
+    """--labels without a protocol that reads it, or labels naming no evaluated item: one
+    line, nothing written; without --labels the table says what it needs."""
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    root = tmp_path / "res"
+    _write_na_keyed_runs(root, 1, ["anatomy", "virology"], 5)
+    pd.DataFrame({"id": ["arc/x/1"], "na_applicable": [True]}).to_csv(tmp_path / "l.csv")
+    runner = CliRunner()
+    base = ["report", str(root), "--no-plots"]
+    res = runner.invoke(main, [*base, "--out", str(tmp_path / "a"), "--labels",
+                               str(tmp_path / "l.csv")])  # fmt: skip
+    assert res.exit_code != 0 and "--labels is read only by a protocol" in res.output
+    res = runner.invoke(main, [*base, "--out", str(tmp_path / "b"), "--protocol",
+                               "artifacts-paper", "--labels", str(tmp_path / "l.csv")])  # fmt: skip
+    assert res.exit_code != 0 and "--labels is read only by a protocol" in res.output
+    res = runner.invoke(main, [*base, "--out", str(tmp_path / "c"), "--protocol", "na-paper",
+                               "--labels", str(tmp_path / "l.csv")])  # fmt: skip
+    assert res.exit_code != 0 and "name none of the na_keyed items" in res.output
+    assert "Traceback" not in res.output
+    assert not any((tmp_path / d).exists() for d in "abc")
+    res = runner.invoke(main, [*base, "--out", str(tmp_path / "d"), "--protocol", "na-paper"])
+    assert res.exit_code == 0, res.output
+    tables = json.loads((tmp_path / "d" / "report.json").read_text())["paper_tables"]
+    assert tables["full_vs_na_filtered"] == [
+        {"scope": "all", "n_subjects": None, "n_subjects_left_out": None, "pearson_r": None,
+         "pearson_p": None, "note": "needs report --labels"}]  # fmt: skip

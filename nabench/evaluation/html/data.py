@@ -55,7 +55,7 @@ class StringTable:
     def column(self, values: pd.Series) -> np.ndarray:
         """Codes of a whole column: each distinct value coded once (null -> -1)."""
         local, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
-        codes = np.array(self.many(uniques) + [-1], dtype=np.int64)
+        codes = np.array([*self.many(uniques), -1], dtype=np.int64)
         return codes[local]  # the sentinel -1 picks the trailing -1
 
     @property
