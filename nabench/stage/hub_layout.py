@@ -37,6 +37,7 @@ from nabench.stage.exports.lm_eval_tasks import (
 from nabench.stage.out_guard import OutLock, check_out, remove_stale, say
 
 MANIFEST = "build.json"
+WRITERS = min(4, os.cpu_count() or 1)  # StagingArea's background parquet writers
 
 
 def split_filename(split: str) -> str:
@@ -139,7 +140,7 @@ class StagingArea:
             raise
         self.root.chmod(0o755)  # mkdtemp makes 0700; a published tree is world-readable
         self.tables: list[StagedTable] = []
-        self._pool = ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1))
+        self._pool = ThreadPoolExecutor(max_workers=workers or WRITERS)
         self._writes: list[Any] = []
         self._folders: list[str] = []
         self._committed = False
