@@ -12,7 +12,7 @@ import jsonschema
 
 from ._cache import ResponseCache
 from ._run import DEFAULT_CHUNK_SIZE, ChunkHook, run_cached
-from ._types import Backend, ChatRequest, RunStats, schema_json
+from ._types import Backend, ChatRequest, Completion, RunStats, schema_json
 
 RETRY_TEMPERATURE = 0.7
 
@@ -50,6 +50,34 @@ def attempt_request(request: ChatRequest, schema: str, attempt: int) -> ChatRequ
     return req
 
 
+def schema_validator(schema: Mapping[str, Any] | str) -> tuple[str, Any]:
+    """(the schema as canonical JSON text, a validator for it); a bad schema raises."""
+    schema_str = schema_json(schema)
+    schema_obj = json.loads(schema_str)
+    validator_cls = jsonschema.validators.validator_for(schema_obj)
+    validator_cls.check_schema(schema_obj)
+    return schema_str, validator_cls(schema_obj)
+
+
+def judge(
+    comp: Completion,
+    attempt: int,
+    validator: jsonschema.protocols.Validator,
+    check: Callable[[Any], str | None] | None,
+) -> JsonResult:
+    """One answer as a result: valid JSON under the schema that `check` accepts, or why not."""
+    err: str | None
+    if comp.error is not None:
+        value, err = None, f"backend: {comp.error}"
+    else:
+        value, err = parse_json(comp.text, validator)
+        if err is None and check is not None:
+            err = check(value)
+            value = None if err else value
+    return JsonResult(value=value, raw=comp.text, attempts=attempt, valid=err is None,
+                      error=err, backend_error=comp.error is not None)  # fmt: skip
+
+
 def complete_json(
     backend: Backend,
     cache: ResponseCache,
@@ -74,14 +102,8 @@ def complete_json(
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be >= 1")
-    schema_str = schema_json(schema)
-    schema_obj = json.loads(schema_str)
-    validator_cls = jsonschema.validators.validator_for(schema_obj)
-    validator_cls.check_schema(schema_obj)
-    validator = validator_cls(schema_obj)
-
-    results: list[JsonResult | None] = [None] * len(requests)
-    last: dict[int, JsonResult] = {}
+    schema_str, validator = schema_validator(schema)
+    results: dict[int, JsonResult] = {}  # the valid result, or the last attempt's
     todo = list(range(len(requests)))
     stats = RunStats(total=len(requests))
     for attempt in range(1, max_attempts + 1):
@@ -101,37 +123,12 @@ def complete_json(
         stats.add(st)  # calls / cache_hits / errors count requests over all attempts
         if attempt > 1:
             stats.retries += len(reqs)
-        still: list[int] = []
         for i, comp in zip(todo, comps, strict=True):
-            err: str | None
-            if comp.error is not None:
-                value, err = None, f"backend: {comp.error}"
-            else:
-                value, err = parse_json(comp.text, validator)
-                if err is None and check is not None:
-                    err = check(value)
-                    value = None if err else value
-            res = JsonResult(
-                value=value,
-                raw=comp.text,
-                attempts=attempt,
-                valid=err is None,
-                error=err,
-                backend_error=comp.error is not None,
-            )
-            if err is None:
-                results[i] = res
-            else:
-                last[i] = res
-                still.append(i)
-        todo = still
-    for i in todo:
-        results[i] = last[i]
-    stats.extra["valid"] = sum(1 for r in results if r is not None and r.valid)
+            results[i] = judge(comp, attempt, validator, check)
+        todo = [i for i in todo if not results[i].valid]
+    stats.extra["valid"] = sum(1 for r in results.values() if r.valid)
     stats.extra["invalid"] = len(todo)
-    out = [r for r in results if r is not None]
-    assert len(out) == len(requests)
-    return out, stats
+    return [results[i] for i in range(len(requests))], stats
 
 
 def count_cached(

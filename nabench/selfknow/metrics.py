@@ -222,6 +222,72 @@ def _column(table: pd.DataFrame, name: str) -> list[str]:
     return ["" if pd.isna(value) else str(value) for value in table[name].tolist()]
 
 
+def _outcome(gen: _Verdict, cls: _Verdict, match: Match) -> str:
+    """ff / fr / rf / rr, or rr_mismatch when both say infeasible for different reasons."""
+    if gen.feasible:
+        return "ff" if cls.feasible else "fr"
+    if cls.feasible:
+        return "rf"
+    same_reason = gen.reason_key is not None and gen.reason_key == cls.reason_key
+    same_type = gen.type_key is not None and gen.type_key == cls.type_key
+    return "rr" if same_reason or (match == "type" and same_type) else "rr_mismatch"
+
+
+@dataclass
+class _Tally:
+    """What one pass over the rows counts."""
+
+    per_type: dict[str, Counter[str]] = field(default_factory=dict)
+    type_names: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    confusion: Counter[tuple[str, str]] = field(default_factory=Counter)
+    mismatches: Counter[tuple[str, str]] = field(default_factory=Counter)
+    unknown: dict[str, Counter[str]] = field(
+        default_factory=lambda: {"generated": Counter(), "classified": Counter()}
+    )
+    quality: Counter[str] = field(default_factory=Counter)
+    invalid_examples: list[tuple[int, str, str]] = field(default_factory=list)
+    reason_labels: dict[str, str] = field(default_factory=dict)
+
+    def invalid(self, row: int, generated_class: str, classified_class: str) -> None:
+        self.quality["invalid_rows"] += 1
+        if len(self.invalid_examples) < _INVALID_EXAMPLES:
+            self.invalid_examples.append((row, generated_class, classified_class))
+
+    def add(self, gen: _Verdict, cls: _Verdict, match: Match) -> None:
+        pair = (
+            _confusion_label(gen, self.reason_labels),
+            _confusion_label(cls, self.reason_labels),
+        )
+        for side, verdict, label in (("generated", gen, pair[0]), ("classified", cls, pair[1])):
+            if verdict.feasible and verdict.reason_key is not None:
+                self.quality[f"{side}_feasible_with_reason"] += 1
+            if not verdict.feasible and verdict.reason_key is None:
+                self.quality[f"{side}_infeasible_without_reason"] += 1
+            if not verdict.feasible and verdict.unknown_reason:
+                self.unknown[side][label] += 1
+        outcome = _outcome(gen, cls, match)
+        type_key = gen.type_key or UNATTRIBUTED
+        self.type_names.setdefault(type_key, (gen.type_label or UNATTRIBUTED, gen.type_known))
+        self.per_type.setdefault(type_key, Counter())[outcome] += 1
+        self.confusion[pair] += 1
+        if outcome == "rr_mismatch":
+            self.mismatches[pair] += 1
+
+    def data_quality(self, total_rows: int) -> DataQuality:
+        q = self.quality
+        return DataQuality(
+            total_rows=total_rows,
+            invalid_rows=q["invalid_rows"],
+            invalid_examples=tuple(self.invalid_examples),
+            generated_feasible_with_reason=q["generated_feasible_with_reason"],
+            classified_feasible_with_reason=q["classified_feasible_with_reason"],
+            generated_infeasible_without_reason=q["generated_infeasible_without_reason"],
+            classified_infeasible_without_reason=q["classified_infeasible_without_reason"],
+            unknown_generated_reasons=dict(sorted(self.unknown["generated"].items())),
+            unknown_classified_reasons=dict(sorted(self.unknown["classified"].items())),
+        )
+
+
 def selfknow_metrics(
     table: pd.DataFrame, match: Match = "reason", taxonomy: Taxonomy | None = None
 ) -> SelfKnowledgeMetrics:
@@ -238,94 +304,33 @@ def selfknow_metrics(
     if missing:
         raise NabenchError(f"table is missing canonical column(s): {', '.join(missing)}")
     taxonomy = taxonomy or load_taxonomy()
-
-    columns = {
+    col = {
         name: _column(table, name)
         for name in (*REQUIRED_COLUMNS, "generated_type", "classified_type")
     }
-    per_type: dict[str, Counter[str]] = {}
-    type_names: dict[str, tuple[str, bool]] = {}
-    confusion: Counter[tuple[str, str]] = Counter()
-    mismatches: Counter[tuple[str, str]] = Counter()
-    unknown_gen: Counter[str] = Counter()
-    unknown_cls: Counter[str] = Counter()
-    quality: Counter[str] = Counter()
-    invalid_examples: list[tuple[int, str, str]] = []
-    reason_labels: dict[str, str] = {}
-
+    tally = _Tally()
     for row in range(len(table)):
-        gen = _verdict(
-            columns["generated_class"][row],
-            columns["generated_reason"][row],
-            columns["generated_type"][row],
-            taxonomy,
-        )
-        cls = _verdict(
-            columns["classified_class"][row],
-            columns["classified_reason"][row],
-            columns["classified_type"][row],
-            taxonomy,
-        )
+        gen, cls = (
+            _verdict(col[f"{side}_class"][row], col[f"{side}_reason"][row],
+                     col[f"{side}_type"][row], taxonomy)
+            for side in ("generated", "classified")
+        )  # fmt: skip
         if gen.feasible is None or cls.feasible is None:
-            quality["invalid_rows"] += 1
-            if len(invalid_examples) < _INVALID_EXAMPLES:
-                invalid_examples.append(
-                    (row, columns["generated_class"][row], columns["classified_class"][row])
-                )
-            continue
-
-        pair = (_confusion_label(gen, reason_labels), _confusion_label(cls, reason_labels))
-        sides = (
-            ("generated", gen, unknown_gen, pair[0]),
-            ("classified", cls, unknown_cls, pair[1]),
-        )
-        for side, verdict, unknown, label in sides:
-            if verdict.feasible and verdict.reason_key is not None:
-                quality[f"{side}_feasible_with_reason"] += 1
-            if not verdict.feasible and verdict.reason_key is None:
-                quality[f"{side}_infeasible_without_reason"] += 1
-            if not verdict.feasible and verdict.unknown_reason:
-                unknown[label] += 1
-
-        if gen.feasible:
-            outcome = "ff" if cls.feasible else "fr"
-        elif cls.feasible:
-            outcome = "rf"
+            tally.invalid(row, col["generated_class"][row], col["classified_class"][row])
         else:
-            same_reason = gen.reason_key is not None and gen.reason_key == cls.reason_key
-            same_type = gen.type_key is not None and gen.type_key == cls.type_key
-            agreed = same_reason or (match == "type" and same_type)
-            outcome = "rr" if agreed else "rr_mismatch"
-
-        type_key = gen.type_key or UNATTRIBUTED
-        type_names.setdefault(type_key, (gen.type_label or UNATTRIBUTED, gen.type_known))
-        per_type.setdefault(type_key, Counter())[outcome] += 1
-        confusion[pair] += 1
-        if outcome == "rr_mismatch":
-            mismatches[pair] += 1
-
-    counts = _counts(sum(per_type.values(), Counter()))
+            tally.add(gen, cls, match)
+    counts = _counts(sum(tally.per_type.values(), Counter()))
     return SelfKnowledgeMetrics(
         match=match,
         counts=counts,
         scores=score_counts(counts),
-        by_type=_by_type(per_type, type_names, taxonomy),
-        confusion=_confusion_matrix(confusion, taxonomy),
+        by_type=_by_type(tally.per_type, tally.type_names, taxonomy),
+        confusion=_confusion_matrix(tally.confusion, taxonomy),
         mismatches=tuple(
             MismatchPair(generated=g, classified=c, count=k)
-            for (g, c), k in sorted(mismatches.items(), key=lambda item: (-item[1], item[0]))
+            for (g, c), k in sorted(tally.mismatches.items(), key=lambda kv: (-kv[1], kv[0]))
         ),
-        quality=DataQuality(
-            total_rows=len(table),
-            invalid_rows=quality["invalid_rows"],
-            invalid_examples=tuple(invalid_examples),
-            generated_feasible_with_reason=quality["generated_feasible_with_reason"],
-            classified_feasible_with_reason=quality["classified_feasible_with_reason"],
-            generated_infeasible_without_reason=quality["generated_infeasible_without_reason"],
-            classified_infeasible_without_reason=quality["classified_infeasible_without_reason"],
-            unknown_generated_reasons=dict(sorted(unknown_gen.items())),
-            unknown_classified_reasons=dict(sorted(unknown_cls.items())),
-        ),
+        quality=tally.data_quality(len(table)),
         taxonomy_version=taxonomy.version,
     )
 
