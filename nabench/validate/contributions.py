@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from nabench.audit.patterns import option_patterns, text_reasons
 from nabench.core.errors import NabenchError
@@ -213,8 +215,6 @@ def _scan_files(folder: Path, ctx: _Context) -> set[str]:
 
 
 def _read_header(folder: Path, bad: set[str], ctx: _Context) -> Any:
-    from pydantic import ValidationError
-
     where = f"{folder.name}/{HEADER}"
     path = folder / HEADER
     if HEADER in bad:
@@ -269,8 +269,6 @@ def _pydantic_message(err: Mapping[str, Any]) -> str:
 
 
 def _read_rows(folder: Path, name: str, ctx: _Context) -> _Rows | None:
-    from pydantic import ValidationError
-
     where = f"{folder.name}/{name}"
     path = folder / name
     if not path.is_file():
@@ -430,7 +428,72 @@ def _diff(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
     return "; ".join(f"{k}: expected {expected.get(k)!r}, got {actual.get(k)!r}" for k in fields)
 
 
-def _golden(
+# The class names show in pydantic's messages ("instance of _Case"), so they stay as they are.
+class _Case(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: Item
+    output: PerturbedItem
+
+
+class _Golden(BaseModel):
+    """The `tests.json` file: the variant and its golden input -> output pairs."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: str
+    test_cases: list[_Case]
+
+
+def _read_golden(path: Path, where: str, ctx: _Context) -> _Golden | None:
+    if not path.is_file():
+        ctx.add(where, "golden_present", "golden pairs file is missing")
+        return None
+    try:
+        raw = load_json(read_text(path, GOLDEN_LIMITS), where, GOLDEN_LIMITS)
+    except UnsafeInput as exc:
+        ctx.add(where, "golden_json", exc.problem)
+        return None
+    try:
+        return _Golden.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            ctx.add(where, f"golden_schema:{loc}", _pydantic_message(err))
+        return None
+
+
+def _golden_pair_problems(
+    inp: Mapping[str, Any],
+    out: Mapping[str, Any],
+    row: Mapping[str, Any] | None,
+    made: Mapping[str, Any] | None,
+    source: Mapping[str, Mapping[str, Any]] | None,
+    builder: Any,
+) -> Iterator[tuple[str, str, str]]:
+    """(rule, message, item id) for each way one golden pair fails: the output must follow
+    from the input, be the contributed `row`, equal what the builder `made` and start from
+    a `source` row (checks skipped where `made` or `source` is None)."""
+    oid = out["id"]
+    if oid != inp["id"]:
+        yield "golden_traces_input", f"output id differs from input id {inp['id']!r}", oid
+    elif diffs := _trace(out, inp):
+        yield "golden_traces_input", "output does not carry its input's " + ", ".join(diffs), oid
+    if row is None:
+        yield "golden_row_missing", "expected output is not among the rows", oid
+    elif row != out:
+        yield "golden_row_mismatch", "row differs: " + _diff(out, row), oid
+    if made is not None and made != out:
+        message = f"builder {builder!r} gives another output: " + _diff(out, made)
+        yield "golden_pair_mismatch", message, oid
+    if source is not None:
+        src = source.get(inp["id"])
+        if src is None:
+            yield "source_id_known", "input id is not a source row", inp["id"]
+        elif src != inp:
+            message = "input differs from the source row: " + _diff(src, inp)
+            yield "golden_input_source", message, inp["id"]
+
+
+def _check_golden(
     folder: Path,
     header: Any,
     rows: list[dict[str, Any]],
@@ -439,36 +502,12 @@ def _golden(
     bad: set[str],
     ctx: _Context,
 ) -> None:
-    from pydantic import BaseModel, ConfigDict, ValidationError
-
-    class _Case(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        input: Item
-        output: PerturbedItem
-
-    class _Golden(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        type: str
-        test_cases: list[_Case]
-
-    where = f"{folder.name}/{header.tests}"
-    path = folder / header.tests
+    """The golden pairs file is of the contribution's variant and every pair holds."""
     if header.tests in bad:
         return
-    if not path.is_file():
-        ctx.add(where, "golden_present", "golden pairs file is missing")
-        return
-    try:
-        raw = load_json(read_text(path, GOLDEN_LIMITS), where, GOLDEN_LIMITS)
-    except UnsafeInput as exc:
-        ctx.add(where, "golden_json", exc.problem)
-        return
-    try:
-        golden = _Golden.model_validate(raw)
-    except ValidationError as exc:
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            ctx.add(where, f"golden_schema:{loc}", _pydantic_message(err))
+    where = f"{folder.name}/{header.tests}"
+    golden = _read_golden(folder / header.tests, where, ctx)
+    if golden is None:
         return
     expected_type = header.parameters.get("builder") or next((r["variant"] for r in rows), None)
     if golden.type not in VARIANTS or (expected_type and golden.type != expected_type):
@@ -484,50 +523,12 @@ def _golden(
     outputs = [c.output.model_dump() for c in golden.test_cases]
     inputs = [c.input.model_dump() for c in golden.test_cases]
     produced = rebuild(inputs, header.parameters, outputs) if builder_ok else None
+    builder = header.parameters.get("builder")
     for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
-        oid = out["id"]
-        if oid != inp["id"]:
-            ctx.add(
-                where,
-                "golden_traces_input",
-                f"output id differs from input id {inp['id']!r}",
-                i,
-                oid,
-            )
-        elif diffs := _trace(out, inp):
-            ctx.add(
-                where,
-                "golden_traces_input",
-                "output does not carry its input's " + ", ".join(diffs),
-                i,
-                oid,
-            )
-        row = by_key.get((oid, out["variant"], out["na_text"]))
-        if row is None:
-            ctx.add(where, "golden_row_missing", "expected output is not among the rows", i, oid)
-        elif row != out:
-            ctx.add(where, "golden_row_mismatch", "row differs: " + _diff(out, row), i, oid)
-        if produced is not None and produced[i] != out:
-            ctx.add(
-                where,
-                "golden_pair_mismatch",
-                f"builder {header.parameters['builder']!r} gives another output: "
-                + _diff(out, produced[i]),
-                i,
-                oid,
-            )
-        if source is not None:
-            src = source.get(inp["id"])
-            if src is None:
-                ctx.add(where, "source_id_known", "input id is not a source row", i, inp["id"])
-            elif src != inp:
-                ctx.add(
-                    where,
-                    "golden_input_source",
-                    "input differs from the source row: " + _diff(src, inp),
-                    i,
-                    inp["id"],
-                )
+        row = by_key.get((out["id"], out["variant"], out["na_text"]))
+        made = produced[i] if produced is not None else None
+        for rule, message, item_id in _golden_pair_problems(inp, out, row, made, source, builder):
+            ctx.add(where, rule, message, i, item_id)
 
 
 # Which audit reason an inserted text of each variant must be flagged for.
@@ -684,7 +685,7 @@ def _validate_one(folder: Path, ctx: _Context) -> None:
                         rid,
                     )
         all_rows.extend(rows.rows)
-    _golden(
+    _check_golden(
         folder,
         header,
         all_rows,
