@@ -84,6 +84,17 @@ class _Rows:
     positions: list[int] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Contribution:
+    """One folder whose header was read: what its row and golden pair checks work from."""
+
+    folder: Path
+    header: Any
+    bad: set[str]  # relative paths not to be read (`_scan_files`)
+    source: dict[str, dict[str, Any]] | None  # source rows by id; None: ids not traced
+    rebuild: bool  # a usable builder is declared: rows and golden pairs are re-run
+
+
 @dataclass
 class _Context:
     sources: Mapping[str, str]
@@ -466,13 +477,11 @@ def _golden_pair_problems(
     out: Mapping[str, Any],
     row: Mapping[str, Any] | None,
     made: Mapping[str, Any] | None,
-    source: Mapping[str, Mapping[str, Any]] | None,
-    builder: Any,
+    contrib: _Contribution,
 ) -> Iterator[tuple[str, str, str]]:
-    """(rule, message, item id) for each way one golden pair fails: the output must follow
-    from the input, be the contributed `row`, equal what the builder `made` and start from
-    a `source` row (checks skipped where `made` or `source` is None)."""
-    oid = out["id"]
+    """(rule, message, item id) for each way a golden pair fails: the output follows from the
+    input, is the contributed `row` and what the builder `made`, the input is a source row."""
+    oid, source = out["id"], contrib.source
     if oid != inp["id"]:
         yield "golden_traces_input", f"output id differs from input id {inp['id']!r}", oid
     elif diffs := _trace(out, inp):
@@ -482,6 +491,7 @@ def _golden_pair_problems(
     elif row != out:
         yield "golden_row_mismatch", "row differs: " + _diff(out, row), oid
     if made is not None and made != out:
+        builder = contrib.header.parameters["builder"]
         message = f"builder {builder!r} gives another output: " + _diff(out, made)
         yield "golden_pair_mismatch", message, oid
     if source is not None:
@@ -493,41 +503,30 @@ def _golden_pair_problems(
             yield "golden_input_source", message, inp["id"]
 
 
-def _check_golden(
-    folder: Path,
-    header: Any,
-    rows: list[dict[str, Any]],
-    source: dict[str, dict[str, Any]] | None,
-    builder_ok: bool,
-    bad: set[str],
-    ctx: _Context,
-) -> None:
+def _check_golden(contrib: _Contribution, rows: list[dict[str, Any]], ctx: _Context) -> None:
     """The golden pairs file is of the contribution's variant and every pair holds."""
-    if header.tests in bad:
+    tests, parameters = contrib.header.tests, contrib.header.parameters
+    if tests in contrib.bad:
         return
-    where = f"{folder.name}/{header.tests}"
-    golden = _read_golden(folder / header.tests, where, ctx)
+    where = f"{contrib.folder.name}/{tests}"
+    golden = _read_golden(contrib.folder / tests, where, ctx)
     if golden is None:
         return
-    expected_type = header.parameters.get("builder") or next((r["variant"] for r in rows), None)
+    expected_type = parameters.get("builder") or next((r["variant"] for r in rows), None)
     if golden.type not in VARIANTS or (expected_type and golden.type != expected_type):
-        ctx.add(
-            where,
-            "golden_type",
-            f"type {golden.type!r} must be the contribution's variant {expected_type!r}",
-        )
+        message = f"type {golden.type!r} must be the contribution's variant {expected_type!r}"
+        ctx.add(where, "golden_type", message)
     if not golden.test_cases:
         ctx.add(where, "golden_present", "no test cases")
         return
     by_key = {(r["id"], r["variant"], r["na_text"]): r for r in rows}
     outputs = [c.output.model_dump() for c in golden.test_cases]
     inputs = [c.input.model_dump() for c in golden.test_cases]
-    produced = rebuild(inputs, header.parameters, outputs) if builder_ok else None
-    builder = header.parameters.get("builder")
+    produced = rebuild(inputs, parameters, outputs) if contrib.rebuild else None
     for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
         row = by_key.get((out["id"], out["variant"], out["na_text"]))
         made = produced[i] if produced is not None else None
-        for rule, message, item_id in _golden_pair_problems(inp, out, row, made, source, builder):
+        for rule, message, item_id in _golden_pair_problems(inp, out, row, made, contrib):
             ctx.add(where, rule, message, i, item_id)
 
 
@@ -599,11 +598,8 @@ def _check_rebuild(where: str, header: Any, rows: _Rows, ctx: _Context) -> None:
             )
 
 
-def _validate_one(folder: Path, ctx: _Context) -> None:
-    bad = _scan_files(folder, ctx)
-    header = _read_header(folder, bad, ctx)
-    if header is None:
-        return
+def _check_undeclared_files(folder: Path, header: Any, bad: set[str], ctx: _Context) -> None:
+    """A row file the header does not list would go unchecked, so it is a violation."""
     declared = set(header.data)
     for path in sorted(folder.iterdir()):
         if path.suffix in DATA_SUFFIXES and path.name not in declared and path.name not in bad:
@@ -612,26 +608,63 @@ def _validate_one(folder: Path, ctx: _Context) -> None:
                 "data_file_declared",
                 f"row file not listed in {HEADER} 'data'",
             )
+
+
+def _check_parameters(folder: Path, header: Any, ctx: _Context) -> bool:
+    """A usable builder and a recognised NA text; True when the rows are to be rebuilt."""
+    where = f"{folder.name}/{HEADER}"
     problem = _builder_problem(header.parameters)
     if problem:
-        ctx.add(f"{folder.name}/{HEADER}", "header:parameters", problem)
+        ctx.add(where, "header:parameters", problem)
     declared_na = header.parameters.get("na_text")
     if isinstance(declared_na, str) and not _recognised(
         declared_na, header.parameters.get("builder")
     ):
         ctx.add(
-            f"{folder.name}/{HEADER}",
+            where,
             "na_text_recognised",
             f"parameters.na_text {declared_na!r} is not an NA / all-of-the-above phrasing "
             f"the audit recognises ({option_patterns().manifest()['file']})",
         )
+    return problem is None and "builder" in header.parameters
+
+
+def _row_problems(
+    row: Mapping[str, Any],
+    first_seen: str,
+    here: str,
+    contrib: _Contribution,
+    release: Mapping[tuple[Any, ...], str] | None,
+) -> Iterator[tuple[str, str]]:
+    """(rule, message) for each way a row fails the checks beyond its own file: its dataset,
+    a duplicate (seen first at `first_seen`, not `here`), a released row, its source item."""
+    source, declared = contrib.source, contrib.header.source
+    dataset = declared.dataset
+    if row["source"] != dataset or not row["id"].startswith(f"{dataset}/"):
+        yield "id_source", f"row is not from the header's source {dataset!r}"
+    if first_seen != here:
+        yield "duplicate_in_contribution", f"same row as {first_seen}"
+    if release is not None and _row_key(row) in release:
+        yield "duplicate_of_release", f"already released as {release[_row_key(row)]}"
+    if source is not None:
+        src = source.get(row["id"])
+        if src is None:
+            split = f"{declared.config or 'default'}/{declared.split}"
+            yield "source_id_known", f"id is not a row of {dataset} {split}"
+        elif diffs := _trace(row, src):
+            yield "source_row_matches", "row disagrees with its source item on " + ", ".join(diffs)
+
+
+def _check_row_files(contrib: _Contribution, ctx: _Context) -> list[dict[str, Any]]:
+    """Every listed row file, row by row; returns the schema-valid rows of all files."""
+    folder, header = contrib.folder, contrib.header
     na_text = header.parameters.get("na_text")
     extra = (na_text,) if isinstance(na_text, str) else ()
-    source = _source_items(header, ctx, f"{folder.name}/{HEADER}")
     all_rows: list[dict[str, Any]] = []
+    # (id, variant, na_text, choices) -> "file row N" of its first occurrence, across files
     seen: dict[tuple[Any, ...], str] = {}
     for name in header.data:
-        if name in bad:
+        if name in contrib.bad:
             continue
         rows = _read_rows(folder, name, ctx)
         if rows is None:
@@ -639,61 +672,28 @@ def _validate_one(folder: Path, ctx: _Context) -> None:
         where = f"{folder.name}/{name}"
         _invariants(folder, rows, extra, ctx)
         _check_na_texts(where, header, rows, ctx)
-        if problem is None and "builder" in header.parameters:
+        if contrib.rebuild:
             _check_rebuild(where, header, rows, ctx)
         for row, pos in zip(rows.rows, rows.positions, strict=True):
-            rid = row["id"]
-            if row["source"] != header.source.dataset or not rid.startswith(
-                f"{header.source.dataset}/"
-            ):
-                ctx.add(
-                    where,
-                    "id_source",
-                    f"row is not from the header's source {header.source.dataset!r}",
-                    pos,
-                    rid,
-                )
-            key = (rid, row["variant"], row["na_text"], tuple(row["choices"]))
-            if key in seen and seen[key] != f"{name} row {pos + 1}":
-                ctx.add(where, "duplicate_in_contribution", f"same row as {seen[key]}", pos, rid)
-            seen.setdefault(key, f"{name} row {pos + 1}")
-            if ctx.release is not None and _row_key(row) in ctx.release:
-                ctx.add(
-                    where,
-                    "duplicate_of_release",
-                    f"already released as {ctx.release[_row_key(row)]}",
-                    pos,
-                    rid,
-                )
-            if source is not None:
-                src = source.get(rid)
-                if src is None:
-                    ctx.add(
-                        where,
-                        "source_id_known",
-                        f"id is not a row of {header.source.dataset} "
-                        f"{header.source.config or 'default'}/{header.source.split}",
-                        pos,
-                        rid,
-                    )
-                elif diffs := _trace(row, src):
-                    ctx.add(
-                        where,
-                        "source_row_matches",
-                        "row disagrees with its source item on " + ", ".join(diffs),
-                        pos,
-                        rid,
-                    )
+            here = f"{name} row {pos + 1}"
+            key = (row["id"], row["variant"], row["na_text"], tuple(row["choices"]))
+            first_seen = seen.setdefault(key, here)
+            for rule, message in _row_problems(row, first_seen, here, contrib, ctx.release):
+                ctx.add(where, rule, message, pos, row["id"])
         all_rows.extend(rows.rows)
-    _check_golden(
-        folder,
-        header,
-        all_rows,
-        source,
-        problem is None and "builder" in header.parameters,
-        bad,
-        ctx,
-    )
+    return all_rows
+
+
+def _validate_one(folder: Path, ctx: _Context) -> None:
+    bad = _scan_files(folder, ctx)
+    header = _read_header(folder, bad, ctx)
+    if header is None:
+        return
+    _check_undeclared_files(folder, header, bad, ctx)
+    rebuild_rows = _check_parameters(folder, header, ctx)
+    source = _source_items(header, ctx, f"{folder.name}/{HEADER}")
+    contrib = _Contribution(folder, header, bad, source, rebuild_rows)
+    _check_golden(contrib, _check_row_files(contrib, ctx), ctx)
 
 
 def main(argv: list[str] | None = None) -> None:
