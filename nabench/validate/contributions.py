@@ -362,7 +362,6 @@ def _release_index(release: Path) -> dict[tuple[Any, ...], str]:
 
 
 def _source_items(header: Any, ctx: _Context, where: str) -> dict[str, dict[str, Any]] | None:
-
     src = header.source
     location = ctx.sources.get(src.dataset) or ctx.sources.get("*")
     if location is None:
@@ -400,7 +399,6 @@ def rebuild(
     labels: Sequence[Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
     """Run the nabench builder named in `parameters` on canonical items."""
-
     kind = parameters["builder"]
     cls = BUILDERS[kind]
     builder = cls() if kind == "original" else cls(text=parameters["na_text"])  # type: ignore[call-arg]
@@ -421,7 +419,6 @@ def rebuild(
 
 
 def _builder_problem(parameters: Mapping[str, Any]) -> str | None:
-
     kind = parameters.get("builder")
     if kind is None:
         return None
