@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from nabench.audit.eligibility import Audit, audit_items, exclusion_counts, split_by_flags
+from nabench.audit.eligibility import Audit, audit_items, split_by_flags
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, TextMode, plan_fewshot
 from nabench.pipelines.skeleton import (
@@ -20,18 +20,16 @@ from nabench.pipelines.skeleton import (
     build_protocol,
     check_strict,
     item_manifest_head,
+    item_manifest_outcome,
+    load_split,
+    split_record,
 )
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.protocol import artifacts_preset
-from nabench.sources import LoadedSplit, Source, get_source
+from nabench.sources import get_source
 from nabench.sources.sample import select_items
 from nabench.stage.cards import mcqa_card_metadata, render_card
-from nabench.stage.hub_layout import (
-    StagedTable,
-    row_counts,
-    source_section,
-    stage,
-)
+from nabench.stage.hub_layout import StagedTable, source_section, stage
 from nabench.validate.artifacts import check_artifacts
 from nabench.validate.invariants import Violation, check_schema, summarise_violations
 
@@ -88,10 +86,10 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     text = artifacts_preset(protocol).text
 
     loaded = {
-        split: _load(source, recipe, location, split, recipe.source.config, seed)
+        split: load_split(source, recipe, location, split, recipe.source.config, seed)
         for split in splits
     }
-    pool_loaded = _load(source, recipe, location, fs.split, pool_config, seed)
+    pool_loaded = load_split(source, recipe, location, fs.split, pool_config, seed)
     pool_audit = audit_for_artifacts(pool_loaded.items, POOL_REASONS)
     pool = pool_audit.eligible
     removed_overlap = 0
@@ -112,13 +110,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     for split in splits:
         ls = loaded[split]
         items = select_items(ls.items, limit=options.limit, sample=options.sample, seed=seed)
-        sources_meta[split] = {
-            "origin": ls.origin,
-            "fingerprint": ls.fingerprint,
-            "files": ls.files,
-            "rows_read": ls.items.num_rows,
-            "rows_used": items.num_rows,
-        }
+        sources_meta[split] = split_record(ls, items)
         audit = audit_for_artifacts(items)
         check_strict(audit.excluded, options.strict)
         excluded_tables.append(audit.excluded)
@@ -140,8 +132,6 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     if violations:
         raise ValidationFailed(summarise_violations(violations))
 
-    exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
-    counts = row_counts(staged)
     manifest = {
         **item_manifest_head("artifacts", recipe, seed, splits, options, protocol),
         "text": text,
@@ -166,25 +156,10 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
             name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
             for name in recipe.prompt_types
         },
-        "counts": counts,
-        "exclusions": exclusions,
-        "validation": {"violations": 0, "rules": "nabench.validate.artifacts"},
+        **item_manifest_outcome(staged, excluded_tables, "nabench.validate.artifacts"),
     }
     stage(out, staged, readme_renderer(manifest, staged), manifest)
-    return BuildResult(out, counts, exclusions, {}, [])
-
-
-def _load(
-    source: Source,
-    recipe: ArtifactsRecipe,
-    location: str | None,
-    split: str,
-    config: str | None,
-    seed: int,
-) -> LoadedSplit:
-    return source.load(
-        split, location=location, config=config, revision=recipe.source.revision, seed=seed
-    )
+    return BuildResult(out, manifest["counts"], manifest["exclusions"], {}, [])
 
 
 def validate_artifact_staged(

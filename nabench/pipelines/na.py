@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from nabench.audit.eligibility import Audit, audit_items, exclusion_counts
+from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.version import __version__
@@ -24,18 +24,16 @@ from nabench.pipelines.skeleton import (
     build_protocol,
     check_strict,
     item_manifest_head,
+    item_manifest_outcome,
+    load_split,
+    split_record,
 )
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import select_items
 from nabench.stage.cards import context as cc
 from nabench.stage.cards import finalize_parts, mcqa_card_metadata, render_body
-from nabench.stage.hub_layout import (
-    StagedTable,
-    StagingArea,
-    row_counts,
-    source_section,
-)
+from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     Violation,
@@ -75,6 +73,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     seed = recipe.seed if options.seed is None else options.seed
     splits = list(options.splits or recipe.source.splits)
     out = options.out or Path("build") / recipe.name
+    location = options.source or recipe.source.hub_id
     protocol = build_protocol(options.protocol)  # NA builds only record it
     builders = make_builders(recipe)
     na_texts = tuple(
@@ -99,17 +98,11 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         for split in splits:
             bar.set_postfix_str(f"load {split}")
             with clock("load"):
-                loaded = _load(source, recipe, options, split, seed)
+                loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
             items = select_items(
                 loaded.items, limit=options.limit, sample=options.sample, seed=seed
             )
-            sources_meta[split] = {
-                "origin": loaded.origin,
-                "fingerprint": loaded.fingerprint,
-                "files": loaded.files,
-                "rows_read": loaded.items.num_rows,
-                "rows_used": items.num_rows,
-            }
+            sources_meta[split] = split_record(loaded, items)
             bar.update()
             with clock("audit"):
                 audit, donors = _audit_split(recipe, loaded.items, items, na_texts, all_texts)
@@ -150,22 +143,20 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             for letter, share in shares.items()
             if share > LETTER_SHARE_WARNING
         ]
-        exclusions = exclusion_counts(pa.concat_tables(excluded_tables))
-        counts = row_counts(staged)
         manifest = {
             **item_manifest_head("na", recipe, seed, splits, options, protocol),
-            "source": source_section(
-                source, recipe, options.source or recipe.source.hub_id, sources_meta
+            "source": source_section(source, recipe, location, sources_meta),
+            **item_manifest_outcome(
+                staged,
+                excluded_tables,
+                "nabench.validate.invariants",
+                audit_patterns=option_patterns().manifest(),
+                letter_shares=letter_shares,
+                warnings=warnings,
             ),
-            "counts": counts,
-            "exclusions": exclusions,
-            "audit_patterns": option_patterns().manifest(),
-            "letter_shares": letter_shares,
-            "warnings": warnings,
-            "validation": {"violations": 0, "rules": "nabench.validate.invariants"},
+            "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
         }
-        labeler_info = label_source.info() if label_source else {}
-        manifest["labels"] = {"mode": label_mode, **labeler_info}
+        counts, exclusions = manifest["counts"], manifest["exclusions"]
         readme = _readme_renderer(recipe, source, manifest, staged, out)
         with clock("stage"):  # what is left of the background writes, then README + manifest
             area.commit(readme, manifest)
@@ -198,16 +189,6 @@ def _audit_split(
     audit = run(items)
     donors = audit.eligible if items.num_rows == loaded.num_rows else run(loaded).eligible
     return audit, donors
-
-
-def _load(source: Source, recipe: Recipe, options: BuildOptions, split: str, seed: int) -> Any:
-    return source.load(
-        split,
-        location=options.source or recipe.source.hub_id,
-        config=recipe.source.config,
-        revision=recipe.source.revision,
-        seed=seed,
-    )
 
 
 def validate_staged(

@@ -1,4 +1,5 @@
-"""The pipeline skeleton every recipe kind shares: build options, result, phase clock."""
+"""The pipeline skeleton every recipe kind shares: build options, result, phase clock, and the
+build.json / card parts the item builds (NA variants, artifacts) assemble the same way."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from nabench.audit.eligibility import exclusion_counts
 from nabench.core.errors import NabenchError
 from nabench.schemas.protocol import Protocol, get_protocol
-from nabench.stage.hub_layout import manifest_header
+from nabench.sources import LoadedSplit, Source
+from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts
 
 # Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
 DATA_DEFECTS = ("missing_question", "empty_choice", "duplicate_choices")
@@ -97,4 +100,37 @@ def item_manifest_head(
         "limit": options.limit,
         "sample": options.sample,
         "protocol": protocol.record(),
+    }
+
+
+def load_split(
+    source: Source, recipe: Any, location: str | None, split: str, config: str | None, seed: int
+) -> LoadedSplit:
+    """One split of the recipe's source, at the recipe's revision."""
+    return source.load(
+        split, location=location, config=config, revision=recipe.source.revision, seed=seed
+    )
+
+
+def split_record(loaded: LoadedSplit, items: pa.Table) -> dict[str, Any]:
+    """build.json's `source.splits` entry: where a split came from, rows read and rows used."""
+    return {
+        "origin": loaded.origin,
+        "fingerprint": loaded.fingerprint,
+        "files": loaded.files,
+        "rows_read": loaded.items.num_rows,
+        "rows_used": items.num_rows,
+    }
+
+
+def item_manifest_outcome(
+    staged: Sequence[StagedTable], excluded: Sequence[pa.Table], rules: str, **checks: Any
+) -> dict[str, Any]:
+    """build.json's `counts`, `exclusions`, the build's own `checks`, then `validation`, in
+    order. Only a build that passed validation gets a manifest, hence 0 violations."""
+    return {
+        "counts": row_counts(staged),
+        "exclusions": exclusion_counts(pa.concat_tables(excluded)),
+        **checks,
+        "validation": {"violations": 0, "rules": rules},
     }
