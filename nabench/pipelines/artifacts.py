@@ -19,6 +19,7 @@ from nabench.pipelines.skeleton import (
     BuildResult,
     build_protocol,
     check_strict,
+    item_card_parts,
     item_manifest_head,
     item_manifest_outcome,
     load_split,
@@ -28,7 +29,7 @@ from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import get_source
 from nabench.sources.sample import select_items
-from nabench.stage.cards import mcqa_card_metadata, render_card
+from nabench.stage.cards import render_card
 from nabench.stage.hub_layout import StagedTable, source_section, stage
 from nabench.validate.artifacts import check_artifacts
 from nabench.validate.invariants import Violation, check_schema, summarise_violations
@@ -200,8 +201,6 @@ def readme_renderer(
     recipe = manifest["recipe"]
     source = get_source(recipe["source"]["dataset"])
     counts: dict[str, dict[str, int]] = manifest["counts"]
-    source_id = recipe["source"].get("hub_id") or source.hub_id
-    total = max((sum(c.values()) for c in counts.values()), default=0)
     examples: list[dict[str, Any]] = []
     seen: set[str] = set()
     for st in staged:
@@ -222,14 +221,9 @@ def readme_renderer(
     qi = manifest.get("question_inference")
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        metadata = mcqa_card_metadata(
-            source,
-            source_id=source_id,
-            recipe_name=recipe["name"],
-            n_rows=total,
-            tags=["nabench", "mcqa-artifacts", "choices-only", "memorization"],
-            configs=configs,
-            infos=infos,
+        tags = ["nabench", "mcqa-artifacts", "choices-only", "memorization"]
+        metadata, context = item_card_parts(
+            manifest, source, configs, infos, tags=tags, summary="Artifact probes"
         )
         prompt_types = [
             {
@@ -240,19 +234,10 @@ def readme_renderer(
             }
             for name, meta in manifest["prompt_types"].items()
         ]
-        context = {
-            "pretty_name": metadata["pretty_name"],
-            "summary": recipe.get("description") or f"Artifact probes of {source.pretty_name}.",
-            "nabench_version": manifest["nabench_version"],
-            "recipe_name": recipe["name"],
-            "recipe_version": recipe["version"],
-            "seed": manifest["seed"],
-            "source_id": source_id,
-            "source_config": manifest["source"]["config"] or "default",
+        context |= {
             "source_fingerprint": ", ".join(
                 f"{s}: {m['fingerprint'][:16]}" for s, m in manifest["source"]["splits"].items()
             ),
-            "license": source.license,
             "counts": [
                 {"config": c, "split": s, "rows": n}
                 for c, d in counts.items()
@@ -267,7 +252,6 @@ def readme_renderer(
             "repo_id": recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}",
             "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
             "example_split": next(iter(manifest["splits"])),
-            "citation": source.citation,
             "artifacts_citation": ARTIFACTS_CITATION,
         }
         return render_card(template="artifacts_card.md.jinja", metadata=metadata, context=context)

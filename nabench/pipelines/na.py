@@ -13,7 +13,6 @@ from tqdm.auto import tqdm
 from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
 from nabench.core.errors import NabenchError, ValidationFailed
-from nabench.core.version import __version__
 from nabench.perturb import BUILDERS, Builder, ItemColumns
 from nabench.perturb.na_keyed import phrasing_config
 from nabench.pipelines.labels import build_label_source, label_split
@@ -23,6 +22,7 @@ from nabench.pipelines.skeleton import (
     PhaseClock,
     build_protocol,
     check_strict,
+    item_card_parts,
     item_manifest_head,
     item_manifest_outcome,
     load_split,
@@ -32,7 +32,7 @@ from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import select_items
 from nabench.stage.cards import context as cc
-from nabench.stage.cards import finalize_parts, mcqa_card_metadata, render_body
+from nabench.stage.cards import finalize_parts, render_body
 from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -225,7 +225,6 @@ def _readme_renderer(
     def _read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
-    source_id = recipe.source.hub_id or source.hub_id
     counts: dict[str, dict[str, int]] = manifest["counts"]
     exclusions: dict[str, Any] = manifest["exclusions"]
     previous_readme = _read_text(out / "README.md")
@@ -234,7 +233,6 @@ def _readme_renderer(
     previous_version = ((previous_manifest or {}).get("recipe") or {}).get("version")
     if previous_version == recipe.version:  # a rebuild of this version, not an earlier release
         previous_manifest = None
-    total = max((sum(c.values()) for c in counts.values()), default=0)
     perturbed = [c for c in counts if c not in {"excluded", "labels"}]
     split_names = list(dict.fromkeys(s for per in counts.values() for s in per))
     builders = {b.config_name: b for b in make_builders(recipe)}
@@ -271,31 +269,17 @@ def _readme_renderer(
         )
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        metadata = mcqa_card_metadata(
-            source,
-            source_id=source_id,
-            recipe_name=recipe.name,
-            n_rows=total,
-            tags=["nabench", "none-of-the-above", "perturbation"],
-            configs=configs,
-            infos=infos,
+        tags = ["nabench", "none-of-the-above", "perturbation"]
+        metadata, context = item_card_parts(
+            manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
         )
         letters, letter_rows = cc.letter_rows(manifest["letter_shares"])
-        context = {
-            "pretty_name": metadata["pretty_name"],
-            "summary": recipe.description or f"Perturbed variants of {source.pretty_name}.",
+        context |= {
             "total_items": sum(m["rows_used"] for m in manifest["source"]["splits"].values()),
             "id_example": first_ids[0] if first_ids else f"{source.name}/...",
-            "nabench_version": __version__,
-            "recipe_name": recipe.name,
-            "recipe_version": recipe.version,
-            "seed": manifest["seed"],
             "limit": manifest.get("limit"),
-            "source_id": source_id,
-            "source_config": recipe.source.config or source.default_config or "default",
             "source_revision": recipe.source.revision,
             "source_splits": [{"split": s, **m} for s, m in manifest["source"]["splits"].items()],
-            "license": source.license,
             "variants": variants,
             "perturbed_configs": perturbed,
             "has_labels": "labels" in counts,
@@ -316,7 +300,6 @@ def _readme_renderer(
             "warnings": manifest.get("warnings") or [],
             "invariants": cc.INVARIANTS,
             "limitations": limitations,
-            "citation": source.citation,
             "variant_citations": cc.variant_citations(kinds),
         }
         return finalize_parts(

@@ -4,7 +4,7 @@ build.json / card parts the item builds (NA variants, artifacts) assemble the sa
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +16,7 @@ from nabench.audit.eligibility import exclusion_counts
 from nabench.core.errors import NabenchError
 from nabench.schemas.protocol import Protocol, get_protocol
 from nabench.sources import LoadedSplit, Source
+from nabench.stage.cards import size_category
 from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts
 
 # Eligibility reasons that mean the source row itself is malformed (fatal with --strict).
@@ -134,3 +135,45 @@ def item_manifest_outcome(
         **checks,
         "validation": {"violations": 0, "rules": rules},
     }
+
+
+def item_card_parts(
+    manifest: Mapping[str, Any],
+    source: Source,
+    configs: list[dict[str, Any]],
+    infos: list[dict[str, Any]],
+    *,
+    tags: list[str],
+    summary: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Hub front matter of a multiple-choice build (NA variants, artifacts) and the card
+    context keys they share, read from the manifest (a card re-rendered from an older build.json
+    says what that build was); `summary` begins the text for a recipe without a description."""
+    recipe = manifest["recipe"]
+    source_id = recipe["source"].get("hub_id") or source.hub_id
+    n_rows = max((sum(c.values()) for c in manifest["counts"].values()), default=0)
+    metadata = {
+        "license": source.license,
+        "language": [source.language],
+        "pretty_name": f"{source.pretty_name} (nabench {recipe['name']})",
+        "task_categories": ["multiple-choice", "question-answering"],
+        "task_ids": ["multiple-choice-qa"],
+        "size_categories": [size_category(n_rows)],
+        "source_datasets": [source_id],
+        "tags": [*tags, source.name],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+    context = {
+        "pretty_name": metadata["pretty_name"],
+        "summary": recipe.get("description") or f"{summary} of {source.pretty_name}.",
+        "nabench_version": manifest["nabench_version"],
+        "recipe_name": recipe["name"],
+        "recipe_version": recipe["version"],
+        "seed": manifest["seed"],
+        "source_id": source_id,
+        "source_config": manifest["source"]["config"] or "default",
+        "license": source.license,
+        "citation": source.citation,
+    }
+    return metadata, context

@@ -34,31 +34,6 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def mcqa_card_metadata(
-    source: Any,
-    *,
-    source_id: str,
-    recipe_name: str,
-    n_rows: int,
-    tags: list[str],
-    configs: list[dict[str, Any]],
-    infos: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """Hub card metadata shared by every multiple-choice build (NA variants, artifacts)."""
-    return {
-        "license": source.license,
-        "language": [source.language],
-        "pretty_name": f"{source.pretty_name} (nabench {recipe_name})",
-        "task_categories": ["multiple-choice", "question-answering"],
-        "task_ids": ["multiple-choice-qa"],
-        "size_categories": [size_category(n_rows)],
-        "source_datasets": [source_id],
-        "tags": [*tags, source.name],
-        "configs": configs,
-        "dataset_info": infos,
-    }
-
-
 def render_card(
     *,
     template: str,
