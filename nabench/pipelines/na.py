@@ -43,6 +43,9 @@ from nabench.validate.invariants import (
     summarise_violations,
 )
 
+# Configs that hold no perturbed items: quarantined source rows and the published labels.
+NON_VARIANT_CONFIGS = frozenset({"excluded", "labels"})
+
 
 def make_builders(recipe: Recipe) -> list[Builder]:
     """One builder per output config; every extra NA phrasing gets its own config."""
@@ -76,12 +79,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     location = options.source or recipe.source.hub_id
     protocol = build_protocol(options.protocol)  # NA builds only record it
     builders = make_builders(recipe)
-    na_texts = tuple(
-        t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts
-    )
-    all_texts = tuple(
-        t for b in builders if b.inserted_reason == "has_all_option" for t in b.inserted_texts
-    )
+    na_texts = _inserted_texts(builders, "has_none_option")
+    all_texts = _inserted_texts(builders, "has_all_option")
     label_source = build_label_source(recipe, options)
     label_mode = label_source.mode if label_source else "none"
 
@@ -132,35 +131,43 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             violations = validate_staged(staged, extra_na_texts=na_texts)
         if violations:
             raise ValidationFailed(summarise_violations(violations))
-        letter_shares = {
-            f"{st.config}/{st.split}": letter_distribution(st.table)
-            for st in staged
-            if st.config not in {"excluded", "labels"}
-        }
-        warnings = [
-            f"{key}: letter {letter} is the key in {share:.1%} of rows (> 40%)"
-            for key, shares in letter_shares.items()
-            for letter, share in shares.items()
-            if share > LETTER_SHARE_WARNING
-        ]
+        checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
         manifest = {
             **item_manifest_head("na", recipe, seed, splits, options, protocol),
             "source": source_section(source, recipe, location, sources_meta),
             **item_manifest_outcome(
-                staged,
-                excluded_tables,
-                "nabench.validate.invariants",
-                audit_patterns=option_patterns().manifest(),
-                letter_shares=letter_shares,
-                warnings=warnings,
+                staged, excluded_tables, "nabench.validate.invariants", **checks
             ),
             "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
         }
-        counts, exclusions = manifest["counts"], manifest["exclusions"]
         readme = _readme_renderer(recipe, source, manifest, staged, out)
         with clock("stage"):  # what is left of the background writes, then README + manifest
             area.commit(readme, manifest)
-        return BuildResult(out, counts, exclusions, letter_shares, warnings, clock.seconds)
+        counts, exclusions = manifest["counts"], manifest["exclusions"]
+        shares, warnings = checks["letter_shares"], checks["warnings"]
+        return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
+
+
+def _inserted_texts(builders: Sequence[Builder], reason: str) -> tuple[str, ...]:
+    """What the builders insert for one audit reason (an item already holding it is excluded)."""
+    return tuple(t for b in builders if b.inserted_reason == reason for t in b.inserted_texts)
+
+
+def _letter_checks(staged: Sequence[StagedTable]) -> dict[str, Any]:
+    """build.json's `letter_shares` of the key per config/split, and `warnings` for each share
+    over 40 % (a model could score by always picking that letter)."""
+    letter_shares = {
+        f"{st.config}/{st.split}": letter_distribution(st.table)
+        for st in staged
+        if st.config not in NON_VARIANT_CONFIGS
+    }
+    warnings = [
+        f"{key}: letter {letter} is the key in {share:.1%} of rows (> 40%)"
+        for key, shares in letter_shares.items()
+        for letter, share in shares.items()
+        if share > LETTER_SHARE_WARNING
+    ]
+    return {"letter_shares": letter_shares, "warnings": warnings}
 
 
 def builder_kind(spec: Any) -> str:
@@ -200,7 +207,7 @@ def validate_staged(
         st.split: st.table.column("id").combine_chunks() for st in staged if st.config == "original"
     }
     for st in staged:
-        if st.config in {"excluded", "labels"}:
+        if st.config in NON_VARIANT_CONFIGS:
             continue
         where = st.relpath
         violations.extend(check_perturbed(st.table, where, extra_na_texts))
@@ -233,7 +240,7 @@ def _readme_renderer(
     previous_version = ((previous_manifest or {}).get("recipe") or {}).get("version")
     if previous_version == recipe.version:  # a rebuild of this version, not an earlier release
         previous_manifest = None
-    perturbed = [c for c in counts if c not in {"excluded", "labels"}]
+    perturbed = [c for c in counts if c not in NON_VARIANT_CONFIGS]
     split_names = list(dict.fromkeys(s for per in counts.values() for s in per))
     builders = {b.config_name: b for b in make_builders(recipe)}
     kinds = [b.kind for b in builders.values()]
