@@ -228,31 +228,89 @@ def _readme_renderer(
     The previous build in `out` (if any) is read now, before `stage` replaces it: its card's
     metadata is merged (not overwritten) and its changelog carried over.
     """
+    previous_readme, previous_manifest = _previous_release(out, recipe.version)
 
-    def _read_text(path: Path) -> str | None:
-        return path.read_text(encoding="utf-8") if path.is_file() else None
+    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
+        tags = ["nabench", "none-of-the-above", "perturbation"]
+        metadata, context = item_card_parts(
+            manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
+        )
+        context.update(_na_card_context(recipe, source, manifest, staged))
+        return finalize_parts(
+            metadata,
+            render_body("na_card.md.jinja", context),
+            version=recipe.version,
+            repo_id=recipe.publish.repo_id or f"ORG/{recipe.name}",
+            manifest=manifest,
+            previous_readme=previous_readme,
+            previous_manifest=previous_manifest,
+        )
 
-    counts: dict[str, dict[str, int]] = manifest["counts"]
-    exclusions: dict[str, Any] = manifest["exclusions"]
-    previous_readme = _read_text(out / "README.md")
-    previous_text = _read_text(out / "build.json")
+    return render
+
+
+def _previous_release(out: Path, version: str) -> tuple[str | None, dict[str, Any] | None]:
+    """The card of the build now in `out`, and its manifest unless it is a rebuild of
+    `version` (the changelog compares against an earlier release, not against itself)."""
+    readme, built = out / "README.md", out / "build.json"
+    previous_readme = readme.read_text(encoding="utf-8") if readme.is_file() else None
+    previous_text = built.read_text(encoding="utf-8") if built.is_file() else None
     previous_manifest = json.loads(previous_text) if previous_text else None
-    previous_version = ((previous_manifest or {}).get("recipe") or {}).get("version")
-    if previous_version == recipe.version:  # a rebuild of this version, not an earlier release
+    if ((previous_manifest or {}).get("recipe") or {}).get("version") == version:
         previous_manifest = None
-    perturbed = [c for c in counts if c not in NON_VARIANT_CONFIGS]
+    return previous_readme, previous_manifest
+
+
+def _na_card_context(
+    recipe: Recipe, source: Source, manifest: dict[str, Any], staged: Sequence[StagedTable]
+) -> dict[str, Any]:
+    """The NA card's own sections: splits, variants, counts, labels, exclusions, letters."""
+    counts: dict[str, dict[str, int]] = manifest["counts"]
+    source_splits: dict[str, Any] = manifest["source"]["splits"]
     split_names = list(dict.fromkeys(s for per in counts.values() for s in per))
-    builders = {b.config_name: b for b in make_builders(recipe)}
-    kinds = [b.kind for b in builders.values()]
-    variants = [
-        {
-            "config": name,
-            "why": cc.WHY.get(b.kind, b.description),
-            "na_text": getattr(b, "na_text", None),
-        }
-        for name, b in builders.items()
-    ]
+    builders = make_builders(recipe)
     first_ids = [st.table.column("id")[0].as_py() for st in staged if st.table.num_rows]
+    letters, letter_rows = cc.letter_rows(manifest["letter_shares"])
+    return {
+        "total_items": sum(m["rows_used"] for m in source_splits.values()),
+        "id_example": first_ids[0] if first_ids else f"{source.name}/...",
+        "limit": manifest.get("limit"),
+        "source_revision": recipe.source.revision,
+        "source_splits": [{"split": s, **m} for s, m in source_splits.items()],
+        "variants": [
+            {
+                "config": b.config_name,
+                "why": cc.WHY.get(b.kind, b.description),
+                "na_text": getattr(b, "na_text", None),
+            }
+            for b in builders
+        ],
+        "perturbed_configs": [c for c in counts if c not in NON_VARIANT_CONFIGS],
+        "has_labels": "labels" in counts,
+        "n_labeled": sum(counts.get("labels", {}).values()),
+        "split_names": split_names,
+        "count_rows": [
+            {"config": c, "counts": [per.get(s, 0) for s in split_names]}
+            for c, per in counts.items()
+        ],
+        "fields": cc.field_rows(),
+        "labeler_lines": cc.labeler_lines(manifest["labels"]),
+        "exclusions_total": manifest["exclusions"]["total"],
+        "exclusions": manifest["exclusions"]["by_reason"],
+        "audit_patterns": manifest["audit_patterns"],
+        "na_rates": cc.na_rates(staged),
+        "letters": letters,
+        "letter_rows": letter_rows,
+        "warnings": manifest.get("warnings") or [],
+        "invariants": cc.INVARIANTS,
+        "limitations": _limitations(manifest),
+        "variant_citations": cc.variant_citations([b.kind for b in builders]),
+    }
+
+
+def _limitations(manifest: dict[str, Any]) -> list[str]:
+    """The card's limitations: what NA-keyed items, inserted texts and the source cannot
+    guarantee, and any --limit/--sample that makes this build partial."""
     limitations = [
         "NA-keyed items are only valid when no remaining option is defensible; "
         + (
@@ -274,49 +332,4 @@ def _readme_renderer(
             f"Built from a seeded sample of {manifest['sample']} items per split, stratified "
             "by subject (--sample)."
         )
-
-    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        tags = ["nabench", "none-of-the-above", "perturbation"]
-        metadata, context = item_card_parts(
-            manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
-        )
-        letters, letter_rows = cc.letter_rows(manifest["letter_shares"])
-        context |= {
-            "total_items": sum(m["rows_used"] for m in manifest["source"]["splits"].values()),
-            "id_example": first_ids[0] if first_ids else f"{source.name}/...",
-            "limit": manifest.get("limit"),
-            "source_revision": recipe.source.revision,
-            "source_splits": [{"split": s, **m} for s, m in manifest["source"]["splits"].items()],
-            "variants": variants,
-            "perturbed_configs": perturbed,
-            "has_labels": "labels" in counts,
-            "n_labeled": sum(counts.get("labels", {}).values()),
-            "split_names": split_names,
-            "count_rows": [
-                {"config": c, "counts": [per.get(s, 0) for s in split_names]}
-                for c, per in counts.items()
-            ],
-            "fields": cc.field_rows(),
-            "labeler_lines": cc.labeler_lines(manifest["labels"]),
-            "exclusions_total": exclusions["total"],
-            "exclusions": exclusions["by_reason"],
-            "audit_patterns": manifest["audit_patterns"],
-            "na_rates": cc.na_rates(staged),
-            "letters": letters,
-            "letter_rows": letter_rows,
-            "warnings": manifest.get("warnings") or [],
-            "invariants": cc.INVARIANTS,
-            "limitations": limitations,
-            "variant_citations": cc.variant_citations(kinds),
-        }
-        return finalize_parts(
-            metadata,
-            render_body("na_card.md.jinja", context),
-            version=recipe.version,
-            repo_id=recipe.publish.repo_id or f"ORG/{recipe.name}",
-            manifest=manifest,
-            previous_readme=previous_readme,
-            previous_manifest=previous_manifest,
-        )
-
-    return render
+    return limitations
