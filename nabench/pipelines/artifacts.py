@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from nabench.pipelines.skeleton import (
 )
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.protocol import artifacts_preset
-from nabench.sources import get_source
+from nabench.sources import LoadedSplit, Source, get_source
 from nabench.sources.sample import select_items
 from nabench.stage.cards import render_card
 from nabench.stage.hub_layout import StagedTable, source_section, stage
@@ -91,16 +91,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         for split in splits
     }
     pool_loaded = load_split(source, recipe, location, fs.split, pool_config, seed)
-    pool_audit = audit_for_artifacts(pool_loaded.items, POOL_REASONS)
-    pool = pool_audit.eligible
-    removed_overlap = 0
-    if fs.exclude_eval_records:
-        evaluated = {
-            record_key(i) for ls in loaded.values() for i in ls.items.column("id").to_pylist()
-        }
-        keep = [record_key(i) not in evaluated for i in pool.column("id").to_pylist()]
-        removed_overlap = pool.num_rows - sum(keep)
-        pool = pool.filter(pa.array(keep, pa.bool_()))
+    pool, pool_record = _fewshot_pool(recipe, source, pool_loaded, loaded.values())
     pool_items = Items.from_table(pool, text)
 
     staged: list[StagedTable] = []
@@ -137,22 +128,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         **item_manifest_head("artifacts", recipe, seed, splits, options, protocol),
         "text": text,
         "source": source_section(source, recipe, location, sources_meta),
-        "fewshot": {
-            "protocol": fs.protocol,
-            "k": fs.k,
-            "split": fs.split,
-            "config": pool_config or source.default_config,
-            "note": fs.note,
-            "seeding": f'item_rng(seed, "{source.name}/<subject>", "fewshot" | "prior_fewshot")',
-            "pool_origin": pool_loaded.origin,
-            "pool_fingerprint": pool_loaded.fingerprint,
-            "pool_rows_read": pool_loaded.items.num_rows,
-            "pool_rows_ineligible": pool_audit.excluded.num_rows,
-            "pool_rows_removed_as_evaluated": removed_overlap,
-            "pool_rows_usable": pool.num_rows,
-            "pool_rows_used": used.num_rows,
-            "groups": groups,
-        },
+        "fewshot": {**pool_record, "pool_rows_used": used.num_rows, "groups": groups},
         "prompt_types": {
             name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
             for name in recipe.prompt_types
@@ -161,6 +137,36 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     }
     stage(out, staged, readme_renderer(manifest, staged), manifest)
     return BuildResult(out, manifest["counts"], manifest["exclusions"], {}, [])
+
+
+def _fewshot_pool(
+    recipe: ArtifactsRecipe, source: Source, loaded: LoadedSplit, evaluated: Iterable[LoadedSplit]
+) -> tuple[pa.Table, dict[str, Any]]:
+    """The usable few-shot pool (`loaded`: the pool split as read) and build.json's `fewshot`
+    record of it, less its use. With `exclude_eval_records`, a pool item whose source record
+    is also evaluated is dropped, so no question is shown as its own example."""
+    fs = recipe.fewshot
+    audit = audit_for_artifacts(loaded.items, POOL_REASONS)
+    pool = audit.eligible
+    if fs.exclude_eval_records:
+        seen = {record_key(i) for ls in evaluated for i in ls.items.column("id").to_pylist()}
+        keep = [record_key(i) not in seen for i in pool.column("id").to_pylist()]
+        pool = pool.filter(pa.array(keep, pa.bool_()))
+    record = {
+        "protocol": fs.protocol,
+        "k": fs.k,
+        "split": fs.split,
+        "config": (fs.config or recipe.source.config) or source.default_config,
+        "note": fs.note,
+        "seeding": f'item_rng(seed, "{source.name}/<subject>", "fewshot" | "prior_fewshot")',
+        "pool_origin": loaded.origin,
+        "pool_fingerprint": loaded.fingerprint,
+        "pool_rows_read": loaded.items.num_rows,
+        "pool_rows_ineligible": audit.excluded.num_rows,
+        "pool_rows_removed_as_evaluated": audit.eligible.num_rows - pool.num_rows,
+        "pool_rows_usable": pool.num_rows,
+    }
+    return pool, record
 
 
 def validate_artifact_staged(
@@ -201,24 +207,7 @@ def readme_renderer(
     recipe = manifest["recipe"]
     source = get_source(recipe["source"]["dataset"])
     counts: dict[str, dict[str, int]] = manifest["counts"]
-    examples: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for st in staged:
-        if st.config in NON_PROMPT_CONFIGS or st.config in seen or st.table.num_rows == 0:
-            continue
-        seen.add(st.config)
-        row = st.table.slice(0, 1).to_pylist()[0]
-        examples.append(
-            {
-                "config": st.config,
-                "id": row["id"],
-                "target": json.dumps(row["target"]),
-                "stop": json.dumps(row["stop"]),
-                "text": last_example(row["prompt"]),
-            }
-        )
-    fs = manifest["fewshot"]
-    qi = manifest.get("question_inference")
+    examples = _card_examples(staged)
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
         tags = ["nabench", "mcqa-artifacts", "choices-only", "memorization"]
@@ -244,11 +233,11 @@ def readme_renderer(
                 for s, n in d.items()
             ],
             "prompt_types": prompt_types,
-            "fewshot": fs,
+            "fewshot": manifest["fewshot"],
             "exclusions": manifest["exclusions"]["by_reason"],
             "excluded_total": manifest["exclusions"]["total"],
             "examples": examples,
-            "question_inference": qi,
+            "question_inference": manifest.get("question_inference"),
             "repo_id": recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}",
             "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
             "example_split": next(iter(manifest["splits"])),
@@ -257,3 +246,21 @@ def readme_renderer(
         return render_card(template="artifacts_card.md.jinja", metadata=metadata, context=context)
 
     return render
+
+
+def _card_examples(staged: Sequence[StagedTable]) -> list[dict[str, Any]]:
+    """The card's example of each prompt config: the last example of its first row."""
+    first: dict[str, dict[str, Any]] = {}
+    for st in staged:
+        if st.config not in NON_PROMPT_CONFIGS and st.config not in first and st.table.num_rows:
+            first[st.config] = st.table.slice(0, 1).to_pylist()[0]
+    return [
+        {
+            "config": config,
+            "id": row["id"],
+            "target": json.dumps(row["target"]),
+            "stop": json.dumps(row["stop"]),
+            "text": last_example(row["prompt"]),
+        }
+        for config, row in first.items()
+    ]
