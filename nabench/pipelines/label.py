@@ -17,9 +17,9 @@ from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
 from nabench.llm.options import ModelFlags
-from nabench.pipelines.na import make_builders
+from nabench.pipelines.na import inserted_texts, make_builders
 from nabench.pipelines.registry import load_recipe
-from nabench.pipelines.skeleton import BuildOptions
+from nabench.pipelines.skeleton import BuildOptions, load_split
 from nabench.sources import get_source
 
 
@@ -27,17 +27,12 @@ def eligible_items(recipe: Any, options: BuildOptions) -> pa.Table:
     """The items a build of `recipe` would label: every split, after the eligibility audit."""
     source = get_source(recipe.source.dataset)
     builders = make_builders(recipe)
-    na = [t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts]
-    aota = [t for b in builders if b.inserted_reason == "has_all_option" for t in b.inserted_texts]
+    na = inserted_texts(builders, "has_none_option")
+    aota = inserted_texts(builders, "has_all_option")
+    location = options.source or recipe.source.hub_id
     tables = []
     for split in options.splits or recipe.source.splits:
-        loaded = source.load(
-            split,
-            location=options.source or recipe.source.hub_id,
-            config=recipe.source.config,
-            revision=recipe.source.revision,
-            seed=recipe.seed,
-        )
+        loaded = load_split(source, recipe, location, split, recipe.source.config, recipe.seed)
         items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
         excluded = getattr(recipe, "exclude_subjects", ())  # no label calls for left-out subjects
         tables.append(audit_items(items, na, aota, exclude_subjects=excluded).eligible)

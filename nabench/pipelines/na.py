@@ -79,8 +79,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     location = options.source or recipe.source.hub_id
     protocol = build_protocol(options.protocol)  # NA builds only record it
     builders = make_builders(recipe)
-    na_texts = _inserted_texts(builders, "has_none_option")
-    all_texts = _inserted_texts(builders, "has_all_option")
+    na_texts = inserted_texts(builders, "has_none_option")
+    all_texts = inserted_texts(builders, "has_all_option")
     label_source = build_label_source(recipe, options)
     label_mode = label_source.mode if label_source else "none"
 
@@ -148,7 +148,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
 
 
-def _inserted_texts(builders: Sequence[Builder], reason: str) -> tuple[str, ...]:
+def inserted_texts(builders: Sequence[Builder], reason: str) -> tuple[str, ...]:
     """What the builders insert for one audit reason (an item already holding it is excluded)."""
     return tuple(t for b in builders if b.inserted_reason == reason for t in b.inserted_texts)
 

@@ -50,8 +50,15 @@ from nabench.llm.options import default_cache_path, make_backend
 from nabench.perturb import ItemColumns
 from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
 from nabench.pipelines.labels import build_label_source, label_split
-from nabench.pipelines.na import make_builders
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, check_strict
+from nabench.pipelines.na import inserted_texts, make_builders
+from nabench.pipelines.skeleton import (
+    BuildOptions,
+    BuildResult,
+    PhaseClock,
+    check_strict,
+    load_split,
+    split_record,
+)
 from nabench.schemas.na_train import (
     DISCARDED_ARROW,
     DPO_ARROW,
@@ -156,40 +163,23 @@ def eval_index(source: Source, recipe: NATrainRecipe, options: BuildOptions) -> 
     return EvalIndex.from_questions(questions, origin)
 
 
-def _split_meta(loaded: Any, items: pa.Table) -> dict[str, Any]:
-    return {
-        "origin": loaded.origin,
-        "fingerprint": loaded.fingerprint,
-        "files": loaded.files,
-        "rows_read": loaded.items.num_rows,
-        "rows_used": items.num_rows,
-    }
-
-
 def prepare(
     recipe: NATrainRecipe, options: BuildOptions, source: Source, index: EvalIndex, seed: int
 ) -> Prepared:
     """Load every split; quarantine evaluation questions, then ineligible items, then items
     not NA-applicable; build the variants of the rest."""
     builders = make_builders(recipe)  # type: ignore[arg-type]  # same variant specs as `na`
-    na_texts = [
-        t for b in builders if b.inserted_reason == "has_none_option" for t in b.inserted_texts
-    ]
+    na_texts = inserted_texts(builders, "has_none_option")
     label_source = build_label_source(recipe, options)
     per_builder: dict[str, list[pa.Table]] = {b.config_name: [] for b in builders}
     excluded: list[pa.Table] = []
     sources: dict[str, Any] = {}
     counts = {"checked": 0, "exact": 0, "normalised_only": 0}
+    location = options.source or recipe.source.hub_id
     for split in options.splits or recipe.source.splits:
-        loaded = source.load(
-            split,
-            location=options.source or recipe.source.hub_id,
-            config=recipe.source.config,
-            revision=recipe.source.revision,
-            seed=seed,
-        )
+        loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
         items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
-        sources[split] = _split_meta(loaded, items)
+        sources[split] = split_record(loaded, items)
         questions = items.column("question").to_pylist()
         for k, v in contamination_counts(questions, index).items():
             counts[k] += v
