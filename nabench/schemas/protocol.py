@@ -41,15 +41,16 @@ class DecodingPreset(_Spec):
         return self
 
 
+Confidence = Literal["renormalised_top_k", "selected_token_probability"]
+
+
 class ScoringPreset(_Spec):
     """How an output becomes a score."""
 
     answer_rule: Literal["nabench", "authors_prefix"] = "nabench"
     answer_window: int = Field(default=4, ge=1, description="authors_prefix: chars searched")
     invalid_score: float = Field(default=0.0, ge=0.0, le=1.0)
-    confidence: list[Literal["renormalised_top_k", "selected_token_probability"]] = Field(
-        default_factory=lambda: ["renormalised_top_k"]
-    )
+    confidence: list[Confidence] = ["renormalised_top_k"]  # pydantic copies defaults
 
 
 class ArtifactsPreset(_Spec):
@@ -88,7 +89,7 @@ PaperTableName = Literal[
 
 class ReportPreset(_Spec):
     tables: list[PaperTableName] = Field(default_factory=list)
-    categories: list[Literal["lm_eval", "hendrycks"]] = Field(default_factory=lambda: ["lm_eval"])
+    categories: list[Literal["lm_eval", "hendrycks"]] = ["lm_eval"]  # pydantic copies defaults
     # With a two-step question-inference config (`qi_step2`) among MMLU results, the paper
     # tables score every config on the first this-share of the source items, as the
     # artifacts authors' evaluation/plot_accuracy.py does (0.75); the baseline keeps all.

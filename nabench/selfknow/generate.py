@@ -57,6 +57,7 @@ from nabench.llm import (
     ChatRequest,
     JobPlan,
     JsonBatch,
+    JsonResult,
     ResponseCache,
     RunStats,
     complete_json_batches,
@@ -448,7 +449,7 @@ def _namespace(prompts: PromptSet, taxonomy: Taxonomy) -> str:
     return f"{GENERATION_NAMESPACE}|prompts={prompts.version}|taxonomy={taxonomy.version}"
 
 
-def _ask(ctx: _Context, groups: list[list[Slot]]) -> tuple[list[Any], RunStats]:
+def _ask(ctx: _Context, groups: list[list[Slot]]) -> tuple[dict[int, JsonResult], RunStats]:
     """One JSON result per group (requests sharing a schema go together)."""
     s = ctx.settings
     return complete_json_batches(

@@ -65,13 +65,17 @@ def mcq(
     configs = [str(c).strip() for c in names if str(c).strip()]
     samples: list[Sample] = []
     for name in configs:
+
+        def to_sample(record: dict[str, Any], name: str = name) -> Sample:
+            return record_to_sample(record, name, len(configs) > 1)
+
         samples.extend(
             hf_dataset(
                 path=dataset,
                 name=name,
                 split=split,
                 revision=None if revision is None else str(revision),
-                sample_fields=lambda r, n=name: record_to_sample(r, n, len(configs) > 1),
+                sample_fields=to_sample,
                 cached=False,  # a local build is rebuilt in place; never read a stale copy
             )
         )
