@@ -107,6 +107,56 @@ def _align(full: pa.Table, ids: Sequence[str]) -> pa.Table:
     return full.take(pa.array([index[i] for i in ids], pa.int64()))
 
 
+def run_step1(
+    step1: pa.Table, backend: Backend, cache: ResponseCache, max_tokens: int, progress: bool
+) -> tuple[pa.Table, RunStats]:
+    """Step 1 of one split on `backend` (cached): the `qi_step1_outputs` table (each row with
+    its completion and the question inferred from it) and the run's statistics."""
+    if step1.num_rows < 2:
+        raise NabenchError("question inference needs at least 2 items (random control)")
+    requests = step1_requests(step1, max_tokens)
+    comps, stats = run_cached(
+        backend, requests, cache, namespace=CACHE_NAMESPACE, progress=progress
+    )
+    columns = {
+        "completion": [c.text if c.ok else None for c in comps],
+        "finish_reason": [c.finish_reason for c in comps],
+        "inferred_question": [extract_inferred_question(c.text) if c.ok else None for c in comps],
+        "model_id": [backend.model_id] * len(comps),
+        "error": [c.error for c in comps],
+    }
+    for name, values in columns.items():
+        step1 = step1.append_column(name, pa.array(values, pa.string()))
+    return step1, stats
+
+
+def step2_configs(
+    split: str, outputs: pa.Table, full: pa.Table, preset: ArtifactsPreset, rng: random.Random
+) -> list[StagedTable]:
+    """Step 2 (`full` with each inferred question) and the random-question control (another
+    item's real question, `rng` choosing whose) of one split, from its step-1 outputs."""
+    ids = outputs.column("id").to_pylist()
+    aligned = _align(full, ids)
+    inferred = outputs.column("inferred_question").to_pylist()
+    step2 = replace_test_question(
+        aligned, inferred, ids, STEP2_CONFIG, text=preset.text, keep_missing=preset.qi_keep_missing
+    )
+    perm = control_permutation(aligned, preset, rng)
+    real = aligned.column("question").to_pylist()
+    control = replace_test_question(
+        aligned, [real[j] for j in perm], [ids[j] for j in perm], RANDOM_CONFIG, text=preset.text
+    )
+    return [StagedTable(STEP2_CONFIG, split, step2), StagedTable(RANDOM_CONFIG, split, control)]
+
+
+def step1_counts(outputs: Sequence[pa.Table]) -> dict[str, int]:
+    """Items, inferred questions, items without one and failed requests over every split."""
+    items = sum(t.num_rows for t in outputs)
+    inferred = items - sum(t.column("inferred_question").null_count for t in outputs)
+    errors = items - sum(t.column("error").null_count for t in outputs)  # failed: has an error
+    return {"items": items, "inferred": inferred, "missing": items - inferred, "errors": errors}
+
+
 def infer_questions(
     built: Path,
     backend: Backend,
@@ -135,64 +185,19 @@ def infer_questions(
     preset = build_preset(manifest)
     new: list[StagedTable] = []
     total = RunStats()
-    n_items = n_inferred = n_errors = 0
-    for split in splits:
+    for split in splits:  # split by split: a missing `full` stops before that split's calls
         full = by_key.get(("full", split))
         if full is None:
             raise NabenchError(f"{built}: step 2 needs the `full` config for split {split!r}")
         step1 = by_key[(STEP1_CONFIG, split)]
         if limit is not None:
             step1 = step1.slice(0, limit)
-        ids = step1.column("id").to_pylist()
-        if len(ids) < 2:
-            raise NabenchError("question inference needs at least 2 items (random control)")
-        comps, stats = run_cached(
-            backend,
-            step1_requests(step1, max_tokens),
-            cache,
-            namespace=CACHE_NAMESPACE,
-            progress=progress,
-        )
+        outputs, stats = run_step1(step1, backend, cache, max_tokens, progress)
         total.total += stats.total
         total.add(stats)
-        inferred = [extract_inferred_question(c.text) if c.ok else None for c in comps]
-        outputs = (
-            step1.append_column(
-                "completion", pa.array([c.text if c.ok else None for c in comps], pa.string())
-            )
-            .append_column("finish_reason", pa.array([c.finish_reason for c in comps], pa.string()))
-            .append_column("inferred_question", pa.array(inferred, pa.string()))
-            .append_column("model_id", pa.array([backend.model_id] * len(comps), pa.string()))
-            .append_column("error", pa.array([c.error for c in comps], pa.string()))
-        )
-        aligned = _align(full, ids)
-        step2 = replace_test_question(
-            aligned,
-            inferred,
-            ids,
-            STEP2_CONFIG,
-            text=preset.text,
-            keep_missing=preset.qi_keep_missing,
-        )
-        perm = control_permutation(
-            aligned, preset, item_rng(seed, f"{dataset}/{split}", RANDOM_CONFIG)
-        )
-        real = aligned.column("question").to_pylist()
-        control = replace_test_question(
-            aligned,
-            [real[j] for j in perm],
-            [ids[j] for j in perm],
-            RANDOM_CONFIG,
-            text=preset.text,
-        )
-        new += [
-            StagedTable(STEP2_CONFIG, split, step2),
-            StagedTable(RANDOM_CONFIG, split, control),
-            StagedTable(OUTPUTS_CONFIG, split, outputs),
-        ]
-        n_items += len(ids)
-        n_inferred += sum(q is not None for q in inferred)
-        n_errors += sum(1 for c in comps if not c.ok)
+        rng = item_rng(seed, f"{dataset}/{split}", RANDOM_CONFIG)
+        new += step2_configs(split, outputs, full, preset, rng)
+        new.append(StagedTable(OUTPUTS_CONFIG, split, outputs))
 
     k = manifest.get("fewshot", {}).get("k")
     violations = validate_artifact_staged(new, k=k, text=preset.text)
@@ -200,6 +205,7 @@ def infer_questions(
         raise ValidationFailed(summarise_violations(violations))
     staged = tables + new
     counts = row_counts(staged)
+    tally = step1_counts([t.table for t in new if t.config == OUTPUTS_CONFIG])
     manifest = {k_: v for k_, v in manifest.items() if k_ != "files"}
     manifest["counts"] = counts
     manifest["question_inference"] = {
@@ -208,10 +214,7 @@ def infer_questions(
         "max_tokens": max_tokens,
         "temperature": 0.0,
         "limit": limit,
-        "items": n_items,
-        "inferred": n_inferred,
-        "missing": n_items - n_inferred,
-        "errors": n_errors,
+        **tally,
         "seed": seed,
         "derangement_rng": f'item_rng(seed, "{dataset}/<split>", "{RANDOM_CONFIG}")',
         "derangement_within": preset.random_question_within,
@@ -221,15 +224,8 @@ def infer_questions(
     }
     target = Path(out) if out is not None else built
     stage(target, staged, readme_renderer(manifest, staged), manifest)
-    return QuestionInferenceResult(
-        out=target,
-        counts={c: counts[c] for c in NEW_CONFIGS},
-        items=n_items,
-        inferred=n_inferred,
-        missing=n_items - n_inferred,
-        errors=n_errors,
-        stats=total,
-    )
+    new_counts = {c: counts[c] for c in NEW_CONFIGS}
+    return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
 
 
 __all__ = [
