@@ -129,6 +129,19 @@ class SelfKnowRun:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Study:
+    """What one run studies: the recipe at its seed and per-class count (after `limit`), and
+    the taxonomy and prompts it uses."""
+
+    recipe: SelfKnowRecipe
+    seed: int
+    n_per_class: int
+    limit: int | None
+    taxonomy: Taxonomy
+    prompts: PromptSet
+
+
 def run_selfknow(
     recipe: SelfKnowRecipe,
     out: Path,
@@ -154,97 +167,32 @@ def run_selfknow(
     n_per_class = recipe.generator.n_per_class
     if limit is not None:
         n_per_class = min(n_per_class, limit)
+    study = Study(recipe, seed, n_per_class, limit, taxonomy, prompts)
     out = Path(out)
     cache_path = cache_path or default_cache_path(out)
-    stats_path = default_stats_path(out)
     clock = PhaseClock()
 
     with ResponseCache(cache_path) as cache:
-        generation, classification = _ask_models(
-            recipe, cache, n_per_class, seed, taxonomy, prompts, progress, confirmed, clock
-        )
-
-    with StagingArea(out) as area:
-        with clock("stage"):
-            stats = combine_stats(generation.stats, classification.stats)
-            frame = classification.table.to_pandas()
-            metrics = {
-                mode: selfknow_metrics(frame, match=mode, taxonomy=taxonomy)  # type: ignore[arg-type]
-                for mode in ("reason", "type")
-            }
-            warnings = _warnings(generation, classification)
-            staged = [
-                StagedTable("tasks", SPLIT, generation.tasks),
-                StagedTable("quarantine", SPLIT, generation.quarantine),
-                StagedTable("classifications", SPLIT, classification.table),
-            ]
-            for st in staged:
-                area.add(st)  # written in the background while the report is drawn
-            counts = row_counts(staged)
-            manifest = _manifest(
-                recipe, seed, n_per_class, limit, generation, classification, metrics, counts,
-                warnings,
-            )  # fmt: skip
-            # side files named relative to the output, never by a user's absolute path
-            manifest["cache"] = os.path.relpath(cache_path, out)
-            manifest["stats"] = os.path.relpath(stats_path, out)
-            if protocol is not None:
-                manifest["protocol"] = protocol.record()
-            readme = _readme_renderer(
-                recipe,
-                seed,
-                n_per_class,
-                generation,
-                classification,
-                metrics,
-                counts,
-                prompts,
-                taxonomy,
-            )
-
-        with clock("report"):
-            # report/ is part of the staged tree: hashed into build.json, published with it
-            _write_reports(area.folder("report"), recipe, frame, metrics, taxonomy)
-
-        with clock("stage"):
-            area.commit(readme, manifest)
-    report_dir = out / "report"
-    write_stats(stats, stats_path)
-    return SelfKnowRun(
-        out=out,
-        generation=generation,
-        classification=classification,
-        metrics=metrics,
-        stats=stats,
-        cache_path=cache_path,
-        stats_path=stats_path,
-        report_dir=report_dir,
-        warnings=warnings,
-        timings=clock.seconds,
-    )
+        generation, classification = _ask_models(study, cache, progress, confirmed, clock)
+    run = _stage(study, out, generation, classification, cache_path, protocol, clock)
+    write_stats(run.stats, run.stats_path)
+    return run
 
 
 def _ask_models(
-    recipe: SelfKnowRecipe,
-    cache: ResponseCache,
-    n_per_class: int,
-    seed: int,
-    taxonomy: Taxonomy,
-    prompts: PromptSet,
-    progress: bool,
-    confirmed: bool,
-    clock: PhaseClock,
+    study: Study, cache: ResponseCache, progress: bool, confirmed: bool, clock: PhaseClock
 ) -> tuple[GenerationResult, ClassificationResult]:
     """Generate, then classify (the generator's model, or the classifier's own); each model
     job starts only once its plan is confirmed (see `run_selfknow`)."""
+    recipe, taxonomy, prompts = study.recipe, study.taxonomy, study.prompts
     classifier_spec = recipe.classifier_model()
     gen_backend = open_backend(recipe.generator)
     cls_backend: Backend | None = None
     try:
-        gen_settings = generation_settings(recipe, n_per_class, seed)
+        gen_settings = generation_settings(recipe, study.n_per_class, study.seed)
         job = generation_job(gen_backend, cache, gen_settings, taxonomy=taxonomy, prompts=prompts)
         if job.to_compute:  # new tasks: none of their classifications can be cached
-            slots = len(plan_slots(n_per_class, gen_settings.styles, seed, taxonomy))
+            slots = len(plan_slots(study.n_per_class, gen_settings.styles, study.seed, taxonomy))
             job = replace(job, task=f"{job.task} and classify them", requests=job.requests + slots)
         job.require_confirmation(confirmed)
         with clock("generate"):
@@ -266,7 +214,7 @@ def _ask_models(
                 cls_backend,
                 cache,
                 generation.tasks,
-                classification_settings(recipe, seed),
+                classification_settings(recipe, study.seed),
                 taxonomy=taxonomy,
                 prompts=prompts,
                 progress=progress,
@@ -277,6 +225,51 @@ def _ask_models(
         if cls_backend is not None and cls_backend is not gen_backend:
             cls_backend.close()
     return generation, classification
+
+
+def _stage(
+    study: Study,
+    out: Path,
+    generation: GenerationResult,
+    classification: ClassificationResult,
+    cache_path: Path,
+    protocol: Protocol | None,
+    clock: PhaseClock,
+) -> SelfKnowRun:
+    """Score the verdicts and stage the tables, report, README and manifest into ``out``."""
+    with StagingArea(out) as area:
+        with clock("stage"):
+            frame = classification.table.to_pandas()
+            metrics = {
+                mode: selfknow_metrics(frame, match=mode, taxonomy=study.taxonomy)  # type: ignore[arg-type]
+                for mode in ("reason", "type")
+            }
+            run = SelfKnowRun(
+                out=out,
+                generation=generation,
+                classification=classification,
+                metrics=metrics,
+                stats=combine_stats(generation.stats, classification.stats),
+                cache_path=cache_path,
+                stats_path=default_stats_path(out),
+                report_dir=out / "report",
+                warnings=_warnings(generation, classification),
+                timings=clock.seconds,  # the clock's own dict: still counting until the commit
+            )
+            staged = [StagedTable(config, SPLIT, table) for config, table in tables_of(run).items()]
+            for st in staged:
+                area.add(st)  # written in the background while the report is drawn
+            counts = row_counts(staged)
+            manifest = _manifest(study, run, counts, protocol)
+            readme = _readme_renderer(study, run, counts)
+
+        with clock("report"):
+            # report/ is part of the staged tree: hashed into build.json, published with it
+            _write_reports(area.folder("report"), study.recipe, frame, metrics, study.taxonomy)
+
+        with clock("stage"):
+            area.commit(readme, manifest)
+    return run
 
 
 def _write_reports(
@@ -409,47 +402,38 @@ def _scores(metrics: SelfKnowledgeMetrics) -> dict[str, Any]:
 
 
 def _manifest(
-    recipe: SelfKnowRecipe,
-    seed: int,
-    n_per_class: int,
-    limit: int | None,
-    generation: GenerationResult,
-    classification: ClassificationResult,
-    metrics: dict[str, SelfKnowledgeMetrics],
-    counts: dict[str, dict[str, int]],
-    warnings: list[str],
+    study: Study, run: SelfKnowRun, counts: dict[str, dict[str, int]], protocol: Protocol | None
 ) -> dict[str, Any]:
+    generation, classification = run.generation, run.classification
     first = generation.tasks.column("generator_model").to_pylist()[:1]
     cls_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
-    return {
-        **manifest_header("selfknow", recipe, seed),
-        "n_per_class": n_per_class,
-        "limit": limit,
+    manifest: dict[str, Any] = {
+        **manifest_header("selfknow", study.recipe, study.seed),
+        "n_per_class": study.n_per_class,
+        "limit": study.limit,
         "generator_model": first[0] if first else None,
         "classifier_models": cls_models,
         "counts": counts,
         "generation": generation_summary(generation),
         "classification": classification.summary.as_dict(),
-        "metrics": {mode: _scores(value) for mode, value in metrics.items()},
-        "warnings": warnings,
+        "metrics": {mode: _scores(value) for mode, value in run.metrics.items()},
+        "warnings": run.warnings,
+        # side files named relative to the output, never by a user's absolute path
+        "cache": os.path.relpath(run.cache_path, run.out),
+        "stats": os.path.relpath(run.stats_path, run.out),
     }
+    if protocol is not None:
+        manifest["protocol"] = protocol.record()
+    return manifest
 
 
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def _readme_renderer(
-    recipe: SelfKnowRecipe,
-    seed: int,
-    n_per_class: int,
-    generation: GenerationResult,
-    classification: ClassificationResult,
-    metrics: dict[str, SelfKnowledgeMetrics],
-    counts: dict[str, dict[str, int]],
-    prompts: PromptSet,
-    taxonomy: Taxonomy,
-) -> Any:
+def _readme_renderer(study: Study, run: SelfKnowRun, counts: dict[str, dict[str, int]]) -> Any:
+    recipe, taxonomy, metrics = study.recipe, study.taxonomy, run.metrics
+    generation, classification = run.generation, run.classification
     total = max((sum(c.values()) for c in counts.values()), default=0)
     gen_summary = generation_summary(generation)
     cls_summary = classification.summary.as_dict()
@@ -485,8 +469,8 @@ def _readme_renderer(
             "nabench_version": __version__,
             "recipe_name": recipe.name,
             "recipe_version": recipe.version,
-            "seed": seed,
-            "n_per_class": n_per_class,
+            "seed": study.seed,
+            "n_per_class": study.n_per_class,
             "styles": ", ".join(recipe.generator.styles),
             "generator_model": generator_model or "(none)",
             "generator_backend": recipe.generator.backend,
@@ -495,7 +479,7 @@ def _readme_renderer(
             "cross_model": not recipe.classifier.same_as_generator,
             "classifier_temperature": recipe.classifier.temperature,
             "classifier_style": recipe.classifier.style,
-            "prompt_version": prompts.version,
+            "prompt_version": study.prompts.version,
             "taxonomy_version": taxonomy.version,
             "n_types": len(taxonomy.types),
             "n_reasons": len(taxonomy.reasons),
