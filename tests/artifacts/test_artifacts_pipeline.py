@@ -114,7 +114,11 @@ def test_two_step_question_inference_end_to_end(small_build: BuildResult, tmp_pa
     qi = manifest["question_inference"]
     assert qi["items"] == 20 and qi["inferred"] == len(step2) and qi["backend"] == "local"
     assert manifest["counts"]["qi_random_question"] == {"test": 20}
-    assert "## Question inference (step 2)" in (out / "README.md").read_text()
+    card = (out / "README.md").read_text()
+    assert "## Question inference (step 2)" in card
+    # the card's numbers are the manifest's (the count once printed a dict method's repr)
+    assert f"for 20 item(s):\n{qi['inferred']} inferred question(s), {qi['missing']} without" in card
+    assert "left out of `qi_step2`" in card and "built-in method" not in card
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     code = (
         "import datasets, sys\n"
@@ -143,3 +147,26 @@ def test_pipeline_refuses_what_it_cannot_use(small_build: BuildResult, tmp_path:
             infer_questions(na_like, None, cache)  # type: ignore[arg-type]
         with pytest.raises(NabenchError, match=r"no build\.json"):
             infer_questions(tmp_path, None, cache)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kept", "says"),
+    [(True, "kept in `qi_step2` without a question, scored as invalid"),
+     (False, "left out of `qi_step2`")],
+)  # fmt: skip
+def test_question_inference_card_states_counts_and_what_happened_to_missing(
+    small_build: BuildResult, kept: bool, says: str
+) -> None:
+    """The card's step-2 paragraph prints the manifest's numbers and says whether items
+    without an inferred question were kept (artifacts-paper) or left out (nabench)."""
+    from nabench.pipelines.artifacts import readme_renderer
+
+    manifest = json.loads((small_build.out / "build.json").read_text())
+    manifest["question_inference"] = {
+        "backend": "local", "model_id": "m", "max_tokens": 64, "items": 17, "inferred": 12,
+        "missing": 5, "seed": 3, "derangement_within": "subject", "missing_kept": kept,
+    }  # fmt: skip
+    card = readme_renderer(manifest, [])([], [])
+    assert "for 17 item(s):\n12 inferred question(s), 5 without one" in card
+    assert says in card and "derangement within each subject" in card
+    assert "built-in method" not in card
