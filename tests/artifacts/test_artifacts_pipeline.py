@@ -117,7 +117,8 @@ def test_two_step_question_inference_end_to_end(small_build: BuildResult, tmp_pa
     card = (out / "README.md").read_text()
     assert "## Question inference (step 2)" in card
     # the card's numbers are the manifest's (the count once printed a dict method's repr)
-    assert f"for 20 item(s):\n{qi['inferred']} inferred question(s), {qi['missing']} without" in card
+    counts = f"for 20 item(s):\n{qi['inferred']} inferred question(s), {qi['missing']} without"
+    assert counts in card
     assert "left out of `qi_step2`" in card and "built-in method" not in card
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     code = (
