@@ -125,25 +125,29 @@ def _source_index(source_id: str) -> tuple[str, int]:
     return (head, int(tail)) if tail.isdigit() else (source_id, -1)
 
 
-def _two_step_items(ctx: PaperContext) -> set[str] | None:
-    """The source ids every config is scored on under the 75 % rule; None: all of them."""
+def _two_step_left_out(ctx: PaperContext) -> set[str]:
+    """Source ids the 75 % rule leaves out: the last quarter of the MMLU items (in source
+    order) when a two-step config is among the MMLU results; other datasets stay whole."""
     share = ctx.preset.mmlu_two_step_share
     r = _model_responses(ctx.results)
-    if share is None or QI_STEP2 not in set(r["config"].astype(str)):
-        return None
-    if not all(category_of(s) != NON_MMLU for s in r["subject"].unique()):
-        return None  # the authors apply it to MMLU only
-    order = sorted({str(s) for s in r["source_id"].unique()}, key=_source_index)
-    return set(order[: int(share * len(order))])
+    if share is None or r.empty:
+        return set()
+    subjects = pd.Series(r["subject"].astype(object).unique())
+    mmlu_subjects = {s for s in subjects if category_of(s) != NON_MMLU}
+    mmlu = r[r["subject"].astype(object).isin(mmlu_subjects)]
+    if QI_STEP2 not in set(mmlu["config"].astype(str)):
+        return set()
+    order = sorted({str(s) for s in mmlu["source_id"].unique()}, key=_source_index)
+    return set(order[int(share * len(order)) :])
 
 
 def _baseline_t_test(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
-    keep = _two_step_items(ctx)
+    left_out = _two_step_left_out(ctx)
     out = []
     for (run, config), g in _model_responses(ctx.results).groupby(["run", "config"], sort=True):
         majority = g["gold"].value_counts().idxmax()
         base = (g["gold"] == majority).to_numpy(np.float64)  # over all items, as the authors
-        scored = g if keep is None else g[g["source_id"].astype(str).isin(keep)]
+        scored = g[~g["source_id"].astype(str).isin(left_out)] if left_out else g
         scores = scored["score"].to_numpy(np.float64)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # constant samples: scipy warns, returns nan
@@ -169,10 +173,10 @@ def _baseline_t_test(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
 
 
 def _qi_kappa(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
-    keep = _two_step_items(ctx)
+    left_out = _two_step_left_out(ctx)
     r = _model_responses(ctx.results)
-    if keep is not None:
-        r = r[r["source_id"].astype(str).isin(keep)]
+    if left_out:
+        r = r[~r["source_id"].astype(str).isin(left_out)]
     out = []
     for run, g in r.groupby("run", sort=True):
         co = g[g["config"] == "choices_only"].set_index("id")["parsed"]
@@ -200,64 +204,122 @@ FILTER_RATE_BELOW = 0.5  # the NA study correlates subjects the filter leaves at
 _FILTER_COLS = ["scope", "n_subjects", "n_subjects_left_out", "pearson_r", "pearson_p", "note"]
 
 
-def na_filter_subjects(results: Results, labels: pd.DataFrame) -> pd.DataFrame:
-    """Per model run × subject: `na_keyed` accuracy on all items and on the NA-applicable ones."""
+def _label_sets(labels: pd.DataFrame) -> tuple[set[str], set[str], set[str]]:
+    """(labelled ids, NA-applicable ids, ids labelled not applicable)."""
+    ids = labels["id"].astype(str)
+    value = pd.Series(labels["na_applicable"].to_numpy(), dtype=object)
+    applicable = value.map(lambda v: v is True or v is np.True_).to_numpy(bool)
+    rejected = value.map(lambda v: v is False or v is np.False_).to_numpy(bool)
+    return set(ids), set(ids[applicable]), set(ids[rejected])
+
+
+def _na_keyed_responses(results: Results) -> pd.DataFrame:
     r = _model_responses(results)
-    r = r[r["config"] == NA_KEYED]
-    applicable = {str(i) for i, a in zip(labels["id"], labels["na_applicable"], strict=True)
-                  if a is True}  # fmt: skip
-    labelled = {str(i) for i in labels["id"]}
+    return r[r["config"] == NA_KEYED]
+
+
+def na_filter_subjects(results: Results, labels: pd.DataFrame) -> pd.DataFrame:
+    """Per model run × subject, over the labelled `na_keyed` items: accuracy on all of them
+    ("full") and on the NA-applicable ones ("filtered"; an invalid label is filtered out,
+    as a labelled build does). Items without a label are left out of both and counted."""
+    r = _na_keyed_responses(results)
+    labelled, applicable, rejected = _label_sets(labels)
     src = r["source_id"].astype(str)
     if r.empty or not src.isin(labelled).any():
         raise NabenchError(
             "report --labels: the labels name none of the na_keyed items evaluated "
             "(labels are keyed by source item id; evaluate the unlabelled build)"
         )
+    if rejected and not src.isin(rejected).any():
+        raise NabenchError(
+            "report --labels: no evaluated na_keyed item is labelled not applicable, though "
+            f"{len(rejected)} label(s) say so: these runs are of a labelled (already filtered) "
+            "build; evaluate the unlabelled build"
+        )
+    return _per_subject(r, labelled, applicable)
+
+
+def _per_subject(r: pd.DataFrame, labelled: set[str], applicable: set[str]) -> pd.DataFrame:
+    src = r["source_id"].astype(str)
     frame = pd.DataFrame(
         {
             "run": r["run"].astype(str).to_numpy(),
             "subject": r["subject"].astype(object).fillna("(none)").to_numpy(),
             "score": r["score"].to_numpy(np.float64),
             "kept": src.isin(applicable).to_numpy(),
-            "unlabelled": (~src.isin(labelled)).to_numpy(),
+            "labelled": src.isin(labelled).to_numpy(),
         }
     )
+    frame["unlabelled"] = ~frame["labelled"]
+    frame["full_score"] = frame["score"].where(frame["labelled"])
     frame["kept_score"] = frame["score"].where(frame["kept"])
     out = frame.groupby(["run", "subject"], sort=True).agg(
-        n_full=("score", "size"),
+        n_full=("labelled", "sum"),
         n_filtered=("kept", "sum"),
         n_unlabelled=("unlabelled", "sum"),
-        acc_full=("score", "mean"),
+        acc_full=("full_score", "mean"),
         acc_filtered=("kept_score", "mean"),  # NaN where the filter keeps nothing
     )
-    out.insert(3, "filter_rate", 1.0 - out["n_filtered"] / out["n_full"])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out.insert(3, "filter_rate", 1.0 - out["n_filtered"] / out["n_full"])
     return out.reset_index()
 
 
-def _filter_correlation(scope: str, subjects: pd.DataFrame) -> dict[str, object]:
+def _filter_correlation(scope: str, subjects: pd.DataFrame, note: str = "") -> dict[str, object]:
     kept = subjects[subjects["filter_rate"] < FILTER_RATE_BELOW]
     row: dict[str, object] = {"scope": scope, "n_subjects": len(kept),
                               "n_subjects_left_out": len(subjects) - len(kept)}  # fmt: skip
     x = kept["acc_full"].to_numpy(np.float64)
     y = kept["acc_filtered"].to_numpy(np.float64)
+
+    def without_r(reason: str) -> dict[str, object]:
+        return {**row, "note": "; ".join(filter(None, [note, reason]))}
+
     if len(kept) < 3:
-        return {**row, "note": "fewer than 3 subjects under the filter-rate cut"}
+        return without_r("fewer than 3 subjects under the filter-rate cut")
     if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return {**row, "note": "constant accuracies"}
+        return without_r("constant accuracies")
     pr = sps.pearsonr(x, y)
-    return {**row, "pearson_r": float(pr.statistic), "pearson_p": float(pr.pvalue), "note": ""}
+    return {**row, "pearson_r": float(pr.statistic), "pearson_p": float(pr.pvalue), "note": note}
 
 
 _NEEDS_LABELS = "needs report --labels"
+
+
+def _unlabelled_note(per: pd.DataFrame) -> str:
+    n = int(per["n_unlabelled"].sum())
+    return f"{n} evaluated item(s) without a label left out" if n else ""
+
+
+def _mean_row(results: Results, labels: pd.DataFrame) -> dict[str, object]:
+    """The model mean per subject over the labelled items every model run answered, so that
+    each subject's mean is over one item set."""
+    r = _na_keyed_responses(results)
+    src = r["source_id"].astype(str)
+    items = [set(src[(r["run"] == run).to_numpy()]) for run in r["run"].unique()]
+    labelled, applicable, _ = _label_sets(labels)
+    common = set.intersection(*items) & labelled
+    if not common:
+        return {"scope": MEAN_SCOPE, "note": "no labelled item every run answered"}
+    per = _per_subject(r[src.isin(common).to_numpy()], labelled, applicable)
+    mean = per.groupby("subject", sort=True)[["acc_full", "acc_filtered", "filter_rate"]].mean()
+    partial = any(len(s & labelled) != len(common) for s in items)
+    note = f"on the {len(common)} labelled item(s) every run answered" if partial else ""
+    return _filter_correlation(MEAN_SCOPE, mean, note)
+
+
+MEAN_SCOPE = "mean over models"
 
 
 def _full_vs_filtered(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
     if ctx.labels is None:
         return pd.DataFrame([{"scope": "all", "note": _NEEDS_LABELS}], columns=_FILTER_COLS)
     per = na_filter_subjects(ctx.results, ctx.labels)
-    rows = [_filter_correlation(str(run), g) for run, g in per.groupby("run", sort=True)]
-    mean = per.groupby("subject", sort=True)[["acc_full", "acc_filtered", "filter_rate"]].mean()
-    rows.append(_filter_correlation("mean over models", mean))
+    rows = [
+        _filter_correlation(str(run), g, _unlabelled_note(g))
+        for run, g in per.groupby("run", sort=True)
+    ]
+    rows.append(_mean_row(ctx.results, ctx.labels))
     return pd.DataFrame(rows, columns=_FILTER_COLS)
 
 

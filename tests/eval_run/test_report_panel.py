@@ -510,3 +510,101 @@ def test_report_labels_flag_errors(tmp_path: Path) -> None:
     assert tables["full_vs_na_filtered"] == [
         {"scope": "all", "n_subjects": None, "n_subjects_left_out": None, "pearson_r": None,
          "pearson_p": None, "note": "needs report --labels"}]  # fmt: skip
+
+
+def _filter_table(root: Path, labels: pd.DataFrame) -> dict:
+    from nabench.evaluation.report import build_report
+    from nabench.evaluation.results import load_results
+    from nabench.schemas.protocol import get_protocol
+
+    report = build_report(load_results([root]), protocol=get_protocol("na-paper"), labels=labels)
+    return {r["scope"]: r for r in report.tables["full_vs_na_filtered"].to_dict("records")}
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
+def test_full_vs_filtered_edge_cases(tmp_path: Path) -> None:
+    """Labels covering part of the items (the rest left out of both accuracies, said in the
+    table), a run covering part of the items (the model mean on the common items), labels in
+    pandas' nullable boolean dtype, and a labelled (already filtered) build refused."""
+    from nabench.core.errors import NabenchError
+
+    subjects = ["anatomy", "astronomy", "virology", "marketing", "nutrition"]
+    per = 40
+    root = tmp_path / "res"
+    scores = _write_na_keyed_runs(root, 3, subjects, per)
+    ids = [f"mmlu/all/test/{k:05d}" for k in range(per * len(subjects))]
+    rng = np.random.default_rng(2)
+    applicable = rng.random(len(ids)) < 0.8  # about 20 % filtered out per subject
+    labelled = np.ones(len(ids), bool)
+    labelled[:40] = False  # anatomy has no labels at all; 40 items without a label
+    nullable = pd.array(applicable[labelled], dtype="boolean")  # pandas' nullable booleans
+    labels = pd.DataFrame({"id": np.array(ids)[labelled], "na_applicable": nullable})
+    rows = _filter_table(root, labels)
+
+    def expected(run: str, items: list[str]) -> tuple[list[float], list[float]]:
+        full, filt = [], []
+        for j, _ in enumerate(subjects[1:], start=1):
+            sub = [i for i in ids[j * per : (j + 1) * per] if i in items]
+            full.append(np.mean([scores[run][i] for i in sub]))
+            filt.append(np.mean([scores[run][i] for i in sub if applicable[ids.index(i)]]))
+        return full, filt
+
+    for run in scores:
+        row = rows[run]
+        assert row["n_subjects"] == 4  # anatomy has no labelled item: no filter rate
+        assert row["note"] == "40 evaluated item(s) without a label left out"
+        full, filt = expected(run, ids)
+        assert row["pearson_r"] == pytest.approx(np.corrcoef(full, filt)[0, 1])
+    # one run answers only part of the items: the mean is over the items all runs answered
+    part = root / "model2" / "na_keyed.parquet"
+    df = pd.read_parquet(part)
+    df[df["subject"] != "virology"].iloc[:130].to_parquet(part, index=False)
+    common = [i for i in pd.read_parquet(part)["source_id"] if i in set(ids[40:])]
+    rows = _filter_table(root, labels)
+    mean = rows["mean over models"]
+    assert mean["note"] == f"on the {len(common)} labelled item(s) every run answered"
+    per_run = [expected(run, common) for run in scores]
+    full = [np.nanmean([p[0][k] for p in per_run]) for k in range(4)]
+    filt = [np.nanmean([p[1][k] for p in per_run]) for k in range(4)]
+    keep = [k for k in range(4) if not np.isnan(full[k])]  # virology: nobody-common
+    assert mean["n_subjects"] == len(keep)
+    assert mean["pearson_r"] == pytest.approx(
+        np.corrcoef([full[k] for k in keep], [filt[k] for k in keep])[0, 1]
+    )
+    # results of a labelled build (only applicable items) with its labels: refused
+    filtered = labels[labels["na_applicable"].fillna(False).to_numpy(bool)]
+    only = root / "model0" / "na_keyed.parquet"
+    df = pd.read_parquet(only)
+    df[df["source_id"].isin(set(filtered["id"]))].to_parquet(only, index=False)
+    for run in ("model1", "model2"):
+        (root / run / "na_keyed.parquet").unlink()
+        (root / run / "na_keyed.summary.json").unlink()
+        (root / run).rmdir()
+    with pytest.raises(NabenchError, match="labelled \\(already filtered\\) build"):
+        _filter_table(root, labels)
+
+
+def test_two_step_rule_applies_to_mmlu_items_only(tmp_path: Path) -> None:
+    """An ARC run beside MMLU runs with a two-step config: the MMLU runs are still scored on
+    their first 75 % of items, the ARC run on all of its items."""
+    from nabench.evaluation.report import build_report
+    from nabench.evaluation.results import load_results
+    from nabench.schemas.protocol import get_protocol
+
+    rng = np.random.default_rng(4)
+    n = 200
+    gold = ["ABCD"[k % 4] for k in range(n)]
+    root = tmp_path / "res"
+    co = [g if rng.random() < 0.6 else "A" for g in gold]
+    _write_artifact_run(root, "mmlu_run", "choices_only", co, gold, "anatomy")
+    _write_artifact_run(root, "mmlu_run", "qi_step2", co, gold, "anatomy")
+    arc = root / "arc_run"
+    _write_artifact_run(root, "arc_run", "choices_only", co, gold, "ARC-Challenge")
+    df = pd.read_parquet(arc / "choices_only.parquet")  # ARC ids: another dataset
+    df["id"] = df["source_id"] = df["id"].str.replace("mmlu/all/test/", "arc/challenge/test/")
+    df.to_parquet(arc / "choices_only.parquet", index=False)
+    report = build_report(load_results([root]), protocol=get_protocol("artifacts-paper"))
+    rows = {(r["run"], r["config"]): r for r in report.tables["baseline_t_test"].to_dict("records")}
+    assert rows[("mmlu_run", "choices_only")]["n"] == 150
+    assert rows[("mmlu_run", "qi_step2")]["n"] == 150
+    assert rows[("arc_run", "choices_only")]["n"] == 200

@@ -69,9 +69,14 @@ def _states(df: pd.DataFrame) -> np.ndarray:
     out = np.full(len(df), "+", dtype="<U1")
     out[~correct] = "-"
     if "parsed" in df:
-        parsed = df["parsed"].astype("string")
-        letter = (parsed.str.len() == 1).fillna(False).to_numpy(bool)
-        letters = parsed[letter]
+        parsed = df["parsed"]
+        if pd.api.types.is_string_dtype(parsed.dtype) and not pd.api.types.is_object_dtype(
+            parsed.dtype
+        ):
+            letter = (parsed.str.len() == 1).fillna(False).to_numpy(bool)
+        else:  # object columns may hold non-strings, which are never a letter
+            letter = parsed.map(lambda p: isinstance(p, str) and len(p) == 1).to_numpy(bool)
+        letters = parsed[letter].astype(str)
         out[letter & correct] = letters[correct[letter]].str.upper().to_numpy(str)
         out[letter & ~correct] = letters[~correct[letter]].str.lower().to_numpy(str)
     out[invalid] = "?"
@@ -95,8 +100,9 @@ def _run_entry(df: pd.DataFrame, pos: pd.Index, n: int, st: StringTable) -> dict
     conf = df["confidence"].to_numpy(np.float64) if "confidence" in df else np.full(len(df), np.nan)
     if np.isfinite(conf).any():
         full = np.full(n, np.nan)
-        full[idx] = np.round(conf, 3)
-        entry["conf"] = [None if math.isnan(c) else c for c in full.tolist()]
+        full[idx] = conf
+        # Python's round (exact decimal halves), as the page has always shown them
+        entry["conf"] = [None if math.isnan(c) else round(c, 3) for c in full.tolist()]
     if "raw_output" in df:
         raw = np.full(n, -1, dtype=np.int64)
         raw[idx] = st.column(df["raw_output"])
