@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -45,6 +46,66 @@ def mc_requests(n: int, **options: Any) -> list[ChatRequest]:
         q, ch = QUESTIONS[i % len(QUESTIONS)]
         out.append(ChatRequest.chat(f"[{i}] " + mc_prompt(q, ch), system=SYSTEM, **options))
     return out
+
+
+# -- seeded samples: the same text whatever else is in flight --------------------------
+
+LONG_SYSTEM = SYSTEM + " " + " ".join(f"Rule {i}: read every option carefully." for i in range(20))
+SAMPLED = {"temperature": 1.0, "max_tokens": 24}
+
+
+def seeded_probes() -> list[ChatRequest]:
+    """Seeded samples of two prompts, seeds s, s+1, s+2 each (what `na-train` sends)."""
+    prompts = ["Name a colour and say why you like it.", "Name an animal and describe it."]
+    return [
+        ChatRequest.chat(p, system=LONG_SYSTEM, seed=700 + 10 * i + j, **SAMPLED)
+        for i, p in enumerate(prompts)
+        for j in range(3)
+    ]
+
+
+def probe_company(probes: list[ChatRequest]) -> list[ChatRequest]:
+    """`probes` (each prompt's samples back to back, as `na-train` sends them) among other
+    requests: other prompts sampled with other seeds (one with a probe's seed), greedy
+    chat requests (one on a probe's own prompt, sharing its whole prefix) and a greedy
+    raw-prompt request."""
+    others = [
+        ChatRequest.chat("Name a city.", system=LONG_SYSTEM, seed=probes[0].seed, **SAMPLED),
+        replace(probes[0], temperature=0.0, seed=None),
+        ChatRequest.chat("Name a fruit.", system=LONG_SYSTEM, seed=5, **SAMPLED),
+        ChatRequest.chat("Say hi.", system=LONG_SYSTEM, max_tokens=8),
+        ChatRequest(prompt="1, 2, 3,", max_tokens=4),
+    ]
+    half = len(probes) // 2
+    return others[:2] + probes[:half] + others[2:4] + probes[half:] + others[4:]
+
+
+def seeded_sample_texts(backend: Any) -> dict[str, list[str]]:
+    """The texts of `seeded_probes()` sent alone, in `probe_company`, and each right after
+    a greedy request on its own prompt (which leaves that prompt's prefix cached)."""
+    probes = seeded_probes()
+    out = {"alone": [backend.complete([p])[0].text for p in probes]}
+    mixed = probe_company(probes)
+    batch = backend.complete(mixed)
+    out["in a batch"] = [batch[mixed.index(p)].text for p in probes]
+    after: list[str] = []
+    for p in probes:
+        backend.complete([replace(p, temperature=0.0, seed=None)])
+        after.append(backend.complete([p])[0].text)
+    out["after its prefix"] = after
+    return out
+
+
+def assert_seeded_samples_reproducible(backend: Any) -> None:
+    """Every condition of `seeded_sample_texts`, twice in a row, gives the same texts."""
+    first = seeded_sample_texts(backend)
+    second = seeded_sample_texts(backend)
+    reference = first["alone"]
+    assert len(set(reference)) > 1, reference  # different seeds, different samples
+    for run, texts in (("first", first), ("second", second)):
+        for condition, got in texts.items():
+            differ = [i for i, (g, r) in enumerate(zip(got, reference, strict=True)) if g != r]
+            assert not differ, f"{run} run, {condition}: probes {differ} differ from alone"
 
 
 # -- scripted loopback server ---------------------------------------------------------
