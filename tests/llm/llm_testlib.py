@@ -50,49 +50,50 @@ def mc_requests(n: int, **options: Any) -> list[ChatRequest]:
 
 # -- seeded samples: the same text whatever else is in flight --------------------------
 
-LONG_SYSTEM = SYSTEM + " " + " ".join(f"Rule {i}: read every option carefully." for i in range(20))
-SAMPLED = {"temperature": 1.0, "max_tokens": 24}
+PROBE_SYSTEM = SYSTEM + " " + " ".join(f"Rule {i}: read every option carefully." for i in range(20))
+SAMPLED = {"temperature": 1.0, "max_tokens": 16}
 
 
 def seeded_probes() -> list[ChatRequest]:
-    """Seeded samples of two prompts, seeds s, s+1, s+2 each (what `na-train` sends)."""
+    """Seeded samples of two prompts, seeds s and s+1 each (as `na-train` sends them)."""
     prompts = ["Name a colour and say why you like it.", "Name an animal and describe it."]
     return [
-        ChatRequest.chat(p, system=LONG_SYSTEM, seed=700 + 10 * i + j, **SAMPLED)
+        ChatRequest.chat(p, system=PROBE_SYSTEM, seed=700 + 10 * i + j, **SAMPLED)
         for i, p in enumerate(prompts)
-        for j in range(3)
+        for j in range(2)
     ]
+
+
+def greedy(req: ChatRequest) -> ChatRequest:
+    """`req` decoded greedily: it shares the whole prompt, so it leaves its prefix cached."""
+    return replace(req, temperature=0.0, seed=None)
 
 
 def probe_company(probes: list[ChatRequest]) -> list[ChatRequest]:
-    """`probes` (each prompt's samples back to back, as `na-train` sends them) among other
-    requests: other prompts sampled with other seeds (one with a probe's seed), greedy
-    chat requests (one on a probe's own prompt, sharing its whole prefix) and a greedy
-    raw-prompt request."""
+    """`probes` (each prompt's samples back to back) among other requests: another prompt
+    sampled with a probe's seed, greedy chat requests (one on a probe's own prompt) and a
+    greedy raw-prompt request."""
     others = [
-        ChatRequest.chat("Name a city.", system=LONG_SYSTEM, seed=probes[0].seed, **SAMPLED),
-        replace(probes[0], temperature=0.0, seed=None),
-        ChatRequest.chat("Name a fruit.", system=LONG_SYSTEM, seed=5, **SAMPLED),
-        ChatRequest.chat("Say hi.", system=LONG_SYSTEM, max_tokens=8),
+        greedy(probes[0]),
+        ChatRequest.chat("Name a city.", system=PROBE_SYSTEM, seed=probes[0].seed, **SAMPLED),
+        ChatRequest.chat("Say hi.", system=PROBE_SYSTEM, max_tokens=8),
         ChatRequest(prompt="1, 2, 3,", max_tokens=4),
     ]
     half = len(probes) // 2
-    return others[:2] + probes[:half] + others[2:4] + probes[half:] + others[4:]
+    return others[:1] + probes[:half] + others[1:3] + probes[half:] + others[3:]
 
 
 def seeded_sample_texts(backend: Any) -> dict[str, list[str]]:
-    """The texts of `seeded_probes()` sent alone, in `probe_company`, and each right after
-    a greedy request on its own prompt (which leaves that prompt's prefix cached)."""
+    """The texts of `seeded_probes()` sent alone (each after the one before, which shares
+    its system prompt or its whole prompt), in `probe_company`, and after a greedy batch of
+    their own prompts."""
     probes = seeded_probes()
     out = {"alone": [backend.complete([p])[0].text for p in probes]}
     mixed = probe_company(probes)
     batch = backend.complete(mixed)
     out["in a batch"] = [batch[mixed.index(p)].text for p in probes]
-    after: list[str] = []
-    for p in probes:
-        backend.complete([replace(p, temperature=0.0, seed=None)])
-        after.append(backend.complete([p])[0].text)
-    out["after its prefix"] = after
+    backend.complete([greedy(p) for p in probes])
+    out["after its prefix"] = [backend.complete([p])[0].text for p in probes]
     return out
 
 

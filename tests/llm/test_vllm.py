@@ -17,8 +17,8 @@ from llm_testlib import (
     ANSWER_SCHEMA,
     SYSTEM,
     assert_seeded_samples_reproducible,
+    greedy,
     mc_requests,
-    probe_company,
     seeded_probes,
 )
 from testdeps import require
@@ -118,11 +118,13 @@ def test_a_seeded_sample_does_not_depend_on_what_else_is_in_flight(vllm_backend:
     (Sent as one request with n, or batched, vLLM's CPU logits change in the last bits and
     with them some samples.)"""
     assert_seeded_samples_reproducible(vllm_backend)
-    # the greedy requests still go batched: one call for chat, one for raw prompts, and
-    # one for each seeded sample
-    mixed = probe_company(seeded_probes())
-    vllm_backend.complete(mixed)
-    assert vllm_backend.last_engine_calls == 2 + sum(r.seeded_sample for r in mixed)
+    # greedy requests still go batched: one call for chat, one for raw prompts, and one
+    # for each seeded sample
+    (probe,) = seeded_probes()[:1]
+    out = vllm_backend.complete(
+        [greedy(probe), probe, ChatRequest(prompt="1,", max_tokens=2), probe]
+    )
+    assert vllm_backend.last_engine_calls == 4 and out[1].text == out[3].text
 
 
 def test_logprobs_and_loglik(vllm_backend: Any) -> None:
