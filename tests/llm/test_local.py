@@ -43,7 +43,7 @@ def test_warm_batch_reuses_prefix(local_backend: Any) -> None:
 def test_a_seeded_sample_does_not_depend_on_what_else_is_in_flight(local_backend: Any) -> None:
     """Same seed, same request, same text: alone, in a batch (run in prefix order, so right
     after requests sharing its prefix), and after a request on its own prompt; twice in a
-    row. (A reused KV prefix changes llama.cpp's logits in the last bits, and some samples.)"""
+    row. (A reused KV prefix can change llama.cpp's logits in the last bits, and a sample.)"""
     assert_seeded_samples_reproducible(local_backend)
 
 

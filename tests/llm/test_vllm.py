@@ -115,8 +115,8 @@ def test_prefix_cache_hits(vllm_backend: Any) -> None:
 def test_a_seeded_sample_does_not_depend_on_what_else_is_in_flight(vllm_backend: Any) -> None:
     """Same seed, same request, same text: alone, in a batch with other prompts, other seeds
     and greedy requests, and after a request that leaves its prefix cached; twice in a row.
-    (Sent as one request with n, or batched, vLLM's CPU logits change in the last bits and
-    with them some samples.)"""
+    (Sent as one request with n, or batched, vLLM's CPU logits can change in the last bits,
+    and with them a sample: CI saw it.)"""
     assert_seeded_samples_reproducible(vllm_backend)
     # greedy requests still go batched: one call for chat, one for raw prompts, and one
     # for each seeded sample
