@@ -35,7 +35,7 @@ from ._types import (
     canonical_json,
     schema_json,
 )
-from ._vllm import VLLMBackend, sample_runs, vllm_cpu_env
+from ._vllm import VLLMBackend, vllm_cpu_env
 
 __all__ = [
     "BACKENDS",
@@ -81,7 +81,6 @@ __all__ = [
     "register_backend",
     "register_engine",
     "run_cached",
-    "sample_runs",
     "schema_json",
     "smollm2_gguf_path",
     "vllm_cpu_env",

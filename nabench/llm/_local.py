@@ -5,6 +5,11 @@ only the tokens after the longest common token prefix. `complete` therefore runs
 in prefix order (requests sharing a prompt prefix back to back) and returns results in
 input order. `reuse_prefix=False` resets the context before each request (cold prompts,
 used by the benchmark to measure the difference).
+
+A seeded sample (temperature > 0 and a seed) always starts from a reset context: a reused
+prefix evaluates the rest of the prompt in another split, which changes the logits in
+the last bits and now and then a sampled token, so its text would depend on the request
+before it. Cold, the same request gives the same text.
 """
 
 from __future__ import annotations
@@ -122,7 +127,7 @@ class LocalBackend(Backend):
 
     def _one(self, req: ChatRequest) -> Completion:
         llm = self._model_for(req)
-        if not self.reuse_prefix:
+        if not self.reuse_prefix or req.seeded_sample:
             llm.reset()
         common: dict[str, Any] = {
             "max_tokens": req.max_tokens,

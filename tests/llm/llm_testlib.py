@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -45,6 +46,67 @@ def mc_requests(n: int, **options: Any) -> list[ChatRequest]:
         q, ch = QUESTIONS[i % len(QUESTIONS)]
         out.append(ChatRequest.chat(f"[{i}] " + mc_prompt(q, ch), system=SYSTEM, **options))
     return out
+
+
+# -- seeded samples: the same text whatever else is in flight --------------------------
+
+PROBE_SYSTEM = SYSTEM + " " + " ".join(f"Rule {i}: read every option carefully." for i in range(20))
+SAMPLED = {"temperature": 1.0, "max_tokens": 16}
+
+
+def seeded_probes() -> list[ChatRequest]:
+    """Seeded samples of two prompts, seeds s and s+1 each (as `na-train` sends them)."""
+    prompts = ["Name a colour and say why you like it.", "Name an animal and describe it."]
+    return [
+        ChatRequest.chat(p, system=PROBE_SYSTEM, seed=700 + 10 * i + j, **SAMPLED)
+        for i, p in enumerate(prompts)
+        for j in range(2)
+    ]
+
+
+def greedy(req: ChatRequest) -> ChatRequest:
+    """`req` decoded greedily: it shares the whole prompt, so it leaves its prefix cached."""
+    return replace(req, temperature=0.0, seed=None)
+
+
+def probe_company(probes: list[ChatRequest]) -> list[ChatRequest]:
+    """`probes` (each prompt's samples back to back) among other requests: another prompt
+    sampled with a probe's seed, greedy chat requests (one on a probe's own prompt) and a
+    greedy raw-prompt request."""
+    others = [
+        greedy(probes[0]),
+        ChatRequest.chat("Name a city.", system=PROBE_SYSTEM, seed=probes[0].seed, **SAMPLED),
+        ChatRequest.chat("Say hi.", system=PROBE_SYSTEM, max_tokens=8),
+        ChatRequest(prompt="1, 2, 3,", max_tokens=4),
+    ]
+    half = len(probes) // 2
+    return others[:1] + probes[:half] + others[1:3] + probes[half:] + others[3:]
+
+
+def seeded_sample_texts(backend: Any) -> dict[str, list[str]]:
+    """The texts of `seeded_probes()` sent alone (each after the one before, which shares
+    its system prompt or its whole prompt), in `probe_company`, and after a greedy batch of
+    their own prompts."""
+    probes = seeded_probes()
+    out = {"alone": [backend.complete([p])[0].text for p in probes]}
+    mixed = probe_company(probes)
+    batch = backend.complete(mixed)
+    out["in a batch"] = [batch[mixed.index(p)].text for p in probes]
+    backend.complete([greedy(p) for p in probes])
+    out["after its prefix"] = [backend.complete([p])[0].text for p in probes]
+    return out
+
+
+def assert_seeded_samples_reproducible(backend: Any) -> None:
+    """Every condition of `seeded_sample_texts`, twice in a row, gives the same texts."""
+    first = seeded_sample_texts(backend)
+    second = seeded_sample_texts(backend)
+    reference = first["alone"]
+    assert len(set(reference)) > 1, reference  # different seeds, different samples
+    for run, texts in (("first", first), ("second", second)):
+        for condition, got in texts.items():
+            differ = [i for i, (g, r) in enumerate(zip(got, reference, strict=True)) if g != r]
+            assert not differ, f"{run} run, {condition}: probes {differ} differ from alone"
 
 
 # -- scripted loopback server ---------------------------------------------------------

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from llm_testlib import ANSWER_SCHEMA, SYSTEM, mc_requests
+from llm_testlib import ANSWER_SCHEMA, SYSTEM, assert_seeded_samples_reproducible, mc_requests
 
 from nabench.llm import ChatRequest, ResponseCache, complete_json, get_backend, run_cached
 
@@ -38,6 +38,13 @@ def test_warm_batch_reuses_prefix(local_backend: Any) -> None:
     assert all(c.error is None and c.text for c in out)
     # (warm prefix reuse evaluates the suffix in a different batch split than a cold run;
     #  llama.cpp numerics then differ slightly, so exact texts are not compared here)
+
+
+def test_a_seeded_sample_does_not_depend_on_what_else_is_in_flight(local_backend: Any) -> None:
+    """Same seed, same request, same text: alone, in a batch (run in prefix order, so right
+    after requests sharing its prefix), and after a request on its own prompt; twice in a
+    row. (A reused KV prefix can change llama.cpp's logits in the last bits, and a sample.)"""
+    assert_seeded_samples_reproducible(local_backend)
 
 
 def test_registry_builds_local_backend(llama_cpp: Any) -> None:

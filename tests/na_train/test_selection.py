@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nabench.evaluation import parse_answer
-from nabench.llm import ChatRequest, Completion, sample_runs
+from nabench.llm import ChatRequest, Completion
 from nabench.perturb.training import discard_reason, dpo_pairs, first_correct, select
 from nabench.pipelines.na_train import samples_table
 from nabench.schemas.na_train import DISCARDED_ARROW, DPO_ARROW, SFT_ARROW
@@ -128,10 +128,10 @@ def test_product_pairs_every_right_with_every_wrong() -> None:
         dpo_pairs([True, False], "random")
 
 
-def test_seeded_samples_of_one_prompt_form_one_run() -> None:
+def test_only_seeded_sampled_requests_count_as_seeded_samples() -> None:
+    # the backends run these alone and cold, so a sample's text never depends on the batch
     def req(prompt: str, seed: int | None, temperature: float = 1.0) -> ChatRequest:
         return ChatRequest.chat(prompt, temperature=temperature, seed=seed, max_tokens=8)
 
-    reqs = [req("p", 10), req("p", 11), req("p", 12), req("q", 13), req("q", 14)]
-    reqs += [req("q", 16), req("r", 1, 0.0), req("r", 2, 0.0), req("s", None), req("s", None)]
-    assert sample_runs(reqs) == [[0, 1, 2], [3, 4], [5], [6], [7], [8], [9]]
+    reqs = [req("p", 10), req("p", 0), req("r", 1, 0.0), req("s", None), req("s", None, 0.0)]
+    assert [r.seeded_sample for r in reqs] == [True, True, False, False, False]
