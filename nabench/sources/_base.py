@@ -16,6 +16,9 @@ from nabench.core.errors import SourceError
 from nabench.schemas.tables import ITEM_ARROW
 
 _FILE_BUILDERS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "json", ".json": "json"}
+# Local files are re-read every time: `datasets` keys its cache of a local folder by the
+# folder's name, so an edited folder, or another one of the same name, read stale rows.
+_FRESH = "force_redownload"
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,12 @@ def item_table(columns: dict[str, Any], origin: str = "source") -> pa.Table:
     arrays = {}
     for field_ in ITEM_ARROW:
         value = columns[field_.name]
+        if not isinstance(value, list) and _numbers_as_text(value.type, field_.type):
+            # Arrow would cast 1..4 to "1".."4": a numeric column is no text (issue 17)
+            raise SourceError(
+                f"{origin}: column for {field_.name!r} has type {value.type}, "
+                f"expected {field_.type} (numbers are not read as text)"
+            )
         try:
             arrays[field_.name] = (
                 pa.array(value, type=field_.type)
@@ -51,6 +60,18 @@ def item_table(columns: dict[str, Any], origin: str = "source") -> pa.Table:
                 f"expected {field_.type} ({str(exc).splitlines()[0][:120]})"
             ) from None
     return pa.Table.from_pydict(arrays, schema=ITEM_ARROW)
+
+
+def _numbers_as_text(found: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether casting `found` to `wanted` would turn numbers (or booleans) into text."""
+    if pa.types.is_list(wanted) or pa.types.is_large_list(wanted):
+        if not (pa.types.is_list(found) or pa.types.is_large_list(found)):
+            return False
+        found, wanted = found.value_type, wanted.value_type
+    numeric = (
+        pa.types.is_integer(found) or pa.types.is_floating(found) or pa.types.is_boolean(found)
+    )
+    return bool(_is_text(wanted) and numeric)
 
 
 def _sha256(path: Path) -> str:
@@ -81,13 +102,15 @@ def read_split(
             builder_name = _FILE_BUILDERS.get(path.suffix.lower())
             if builder_name is None:
                 raise SourceError(f"{path}: unsupported file type {path.suffix!r}")
-            ds = datasets.load_dataset(builder_name, data_files=str(path), split="train")
+            ds = datasets.load_dataset(
+                builder_name, data_files=str(path), split="train", download_mode=_FRESH
+            )
             data_files = [path]
         elif path.is_dir():
             # A folder without a Hub card has only the `default` config (files named by split).
             has_card = (path / "README.md").is_file()
             builder = datasets.load_dataset_builder(str(path), config if has_card else None)
-            builder.download_and_prepare()
+            builder.download_and_prepare(download_mode=_FRESH)
             ds = builder.as_dataset(split=split)
             resolved = builder.config.data_files or {}
             data_files = [Path(str(f)) for f in resolved.get(split, [])]
