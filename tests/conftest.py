@@ -14,6 +14,10 @@ SHARED = REPO.parent / "shared"
 DATA = SHARED / "data"
 FIXTURES = REPO / "tests" / "fixtures"
 
+# The guard fails a test not marked slow that loads a model or starts a server (the fast
+# lane's marker cannot lie); pytester tests the guard itself.
+pytest_plugins = ("pytester", "fixtures.guard")
+
 # CI runs every property with at least 1,000 examples; locally `dev` keeps runs short.
 settings.register_profile("ci", max_examples=1000, deadline=None, print_blob=True)
 settings.register_profile("dev", max_examples=100, deadline=None)
