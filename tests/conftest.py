@@ -12,10 +12,13 @@ SHARED = REPO.parent / "shared"
 DATA = SHARED / "data"
 FIXTURES = REPO / "tests" / "fixtures"
 
-# The guard fails a test not marked slow that loads a model or starts a server (the fast
-# lane's marker cannot lie); property_settings refuses a property test without a budget;
-# pytester tests both.
-pytest_plugins = ("pytester", "fixtures.guard", "property_settings")
+pytest_plugins = (
+    "pytester",  # tests the two plugins below
+    "fixtures.guard",  # fails an unmarked test that loads a model or starts a server
+    "property_settings",  # refuses a property test without a named example budget
+    "fixtures.models",  # the one local SmolLM2 backend and the one llama.cpp server
+    "fixtures.scripted",  # a scripted OpenAI-compatible server on 127.0.0.1
+)
 
 _COUNTS = {"selected": 0, "deselected": 0}
 

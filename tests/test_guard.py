@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from testdeps import require
+from testdeps import installed
 
 TESTS = Path(__file__).resolve().parent
 CONFTEST = f"""
@@ -87,35 +87,54 @@ def test_ordinary_subprocesses_are_allowed(pytester: pytest.Pytester) -> None:
     _run(pytester, body, slow=False).assert_outcomes(passed=1)
 
 
+# vLLM and transformers take 10-20 s to import: those two cases run in the slow lane.
 @pytest.mark.parametrize(
     ("module", "code", "what"),
     [
-        ("llama_cpp", "import llama_cpp\nllama_cpp.Llama(model_path='m.gguf')", "llama_cpp.Llama"),
-        ("ray", "import ray\nray.init(num_cpus=1)", "ray.init"),
-        ("transformers", "from transformers import AutoModelForCausalLM\n"
-         "AutoModelForCausalLM.from_pretrained('m')", "transformers from_pretrained"),
-        ("vllm", "import vllm\nvllm.LLM(model='m')", "vllm"),
-        ("playwright.sync_api", "from playwright.sync_api import sync_playwright\n"
-         "with sync_playwright() as p:\n    p.chromium.launch()", "playwright launches a browser"),
+        pytest.param(
+            "llama_cpp",
+            "import llama_cpp\nllama_cpp.Llama(model_path='m.gguf')",
+            "llama_cpp.Llama",
+            id="llama_cpp",
+        ),
+        pytest.param("ray", "import ray\nray.init(num_cpus=1)", "ray.init", id="ray"),
+        pytest.param(
+            "playwright",
+            "from playwright.sync_api import sync_playwright\n"
+            "with sync_playwright() as p:\n    p.chromium.launch()",
+            "playwright launches a browser",
+            id="playwright",
+        ),
+        pytest.param(
+            "transformers",
+            "from transformers import AutoModelForCausalLM\n"
+            "AutoModelForCausalLM.from_pretrained('m')",
+            "transformers from_pretrained",
+            id="transformers",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            "vllm", "import vllm\nvllm.LLM(model='m')", "vllm", id="vllm", marks=pytest.mark.slow
+        ),
     ],
-    ids=lambda v: v if "." not in v and "\n" not in v else None,
 )
 def test_unmarked_model_cluster_or_browser_fails(
     pytester: pytest.Pytester, module: str, code: str, what: str
 ) -> None:
     """The guard stops the call before it runs (so these cost an import, not a model)."""
-    require(module)
+    installed(module)
     _assert_caught(_run(pytester, _indent(code), slow=False), what)
 
 
 def test_catching_exception_does_not_hide_a_model_load(pytester: pytest.Pytester) -> None:
-    require("llama_cpp")
-    code = "import llama_cpp\ntry:\n    llama_cpp.Llama(model_path='m.gguf')\nexcept Exception:\n    pass"
+    installed("llama_cpp")
+    code = "import llama_cpp\ntry:\n    llama_cpp.Llama(model_path='m.gguf')\n"
+    code += "except Exception:\n    pass"
     _assert_caught(_run(pytester, _indent(code), slow=False), "llama_cpp.Llama")
 
 
 def test_unmarked_model_load_in_a_child_fails(pytester: pytest.Pytester) -> None:
-    require("llama_cpp")
+    installed("llama_cpp")
     child = "import llama_cpp; llama_cpp.Llama(model_path='m.gguf')"
     body = _indent(f"subprocess.run([sys.executable, '-c', {child!r}], timeout=300)")
     _assert_caught(_run(pytester, body, slow=False), "in a child: pid * llama_cpp.Llama")
@@ -123,14 +142,14 @@ def test_unmarked_model_load_in_a_child_fails(pytester: pytest.Pytester) -> None
 
 @pytest.mark.slow
 def test_the_same_server_start_marked_slow_passes(pytester: pytest.Pytester) -> None:
-    require("llama_cpp")
+    installed("llama_cpp")
     _run(pytester, SERVER, slow=True).assert_outcomes(passed=1)
 
 
 @pytest.mark.slow
 def test_the_same_model_load_marked_slow_passes(pytester: pytest.Pytester) -> None:
     """A real model load, in the test and in a child, is allowed once marked slow."""
-    require("llama_cpp")
+    installed("llama_cpp")
     from nabench.llm._models import smollm2_gguf_path
 
     gguf = str(smollm2_gguf_path())

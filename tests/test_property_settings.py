@@ -11,13 +11,16 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-CONFTEST = f"import sys\nsys.path.insert(0, {str(TESTS)!r})\npytest_plugins = ('property_settings',)\n"
+CONFTEST = f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
+CONFTEST += "pytest_plugins = ('property_settings',)\n"
 
 
 def _suite(pytester: pytest.Pytester, test: str) -> pytest.RunResult:
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_props="from hypothesis import given, settings, strategies as st\n"
-                        "from property_settings import CHEAP\n\n" + test)
+    pytester.makepyfile(
+        test_props="from hypothesis import given, settings, strategies as st\n"
+        "from property_settings import CHEAP\n\n" + test
+    )
     return pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
 
 
@@ -28,7 +31,8 @@ def test_a_property_without_a_budget_is_refused(pytester: pytest.Pytester) -> No
 
 
 def test_an_unnamed_count_is_refused(pytester: pytest.Pytester) -> None:
-    result = _suite(pytester, "@settings(max_examples=7)\n@given(st.integers())\ndef test_p(x):\n    pass\n")
+    test = "@settings(max_examples=7)\n@given(st.integers())\ndef test_p(x):\n    pass\n"
+    result = _suite(pytester, test)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from property_settings import CHEAP
 from hypothesis.extra import numpy as hnp
+from property_settings import CHEAP
 from scipy import stats as sps
 
 from nabench.stats.reliability import (
