@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import CHEAP
 
 from nabench.core.errors import NabenchError
 from nabench.evaluation.panel import make_panel
@@ -114,6 +115,7 @@ def test_renormalise_without_any_option_letter_is_none() -> None:
     assert renormalise(option_logprobs([("The", -0.1), ("I", -2.0)], 4)) is None
 
 
+@CHEAP
 @given(
     st.lists(st.floats(-30, 0, allow_nan=False), min_size=2, max_size=6),
     st.floats(-20, 20, allow_nan=False),

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from nabench.cli import main as nabench_main
 from nabench.cli.evaluation import eval_cmd
 from nabench.evaluation.run_identity import RUN_FILE, resolve_run_dir, write_settings
-from nabench.llm import local_server
 
 
 def _invoke(cmd: Any, args: list[str], ok: bool = True) -> str:
@@ -74,7 +73,9 @@ def test_eval_refuses_non_item_configs(built: Path, tmp_path: Path, config: str)
 
 
 @pytest.mark.slow
-def test_openai_run_after_local_run_makes_real_calls(built: Path, tmp_path: Path) -> None:
+def test_openai_run_after_local_run_makes_real_calls(
+    built: Path, tmp_path: Path, llama_server: str
+) -> None:
     """The server serves the same GGUF under the same model id as the local backend: the
     openai run must not be answered from the local run's cache, and must get its own run."""
     out, cache = tmp_path / "res", tmp_path / "cache.sqlite"
@@ -84,8 +85,8 @@ def test_openai_run_after_local_run_makes_real_calls(built: Path, tmp_path: Path
     (local_dir,) = [p for p in out.iterdir() if p.is_dir()]
     local = json.loads((local_dir / "original.summary.json").read_text())
     assert local["calls"] == 3
-    with local_server() as url:
-        printed = _invoke(eval_cmd, [*common, "--backend", "openai", "--base-url", url])
+    url = llama_server
+    printed = _invoke(eval_cmd, [*common, "--backend", "openai", "--base-url", url])
     runs = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert runs == [local_dir.name, f"{local_dir.name}__openai"]
     served = json.loads((out / runs[1] / "original.summary.json").read_text())

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from property_settings import CHEAP, MODERATE
 from scipy import stats as sps
 
 from nabench.stats.inference import (
@@ -37,6 +38,7 @@ def test_wilson_hand_computed_and_scipy() -> None:
         wilson_interval(1, 0)
 
 
+@CHEAP
 @given(n=st.integers(1, 10_000), data=st.data(), conf=st.sampled_from([0.8, 0.9, 0.95, 0.99]))
 def test_wilson_contains_estimate_and_matches_scipy(
     n: int, data: st.DataObject, conf: float
@@ -72,6 +74,7 @@ def test_bootstrap_ci_matches_scipy_percentile_bootstrap() -> None:
     assert ours[1] == pytest.approx(ref.high, abs=0.003)
 
 
+@MODERATE
 @given(
     scores=st.lists(st.sampled_from([0.0, 0.25, 1.0]), min_size=1, max_size=200),
     seed=st.integers(0, 2**32 - 1),
@@ -145,6 +148,7 @@ def test_spearman_hand_computed_and_scipy() -> None:
     assert res.p_value == pytest.approx(ref.pvalue, rel=1e-9)
 
 
+@CHEAP
 @given(xy=st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), min_size=3, max_size=60))
 def test_correlations_match_scipy(xy: list[tuple[int, int]]) -> None:
     x = np.array([a for a, _ in xy], dtype=float)
@@ -226,6 +230,7 @@ label_lists = st.integers(1, 40).flatmap(
 )
 
 
+@MODERATE
 @given(pair=label_lists, seed=st.integers(0, 1000))
 def test_kappa_properties(pair: tuple[list[str], list[str]], seed: int) -> None:
     a, b = pair

@@ -80,11 +80,11 @@ def test_local_backend_labels_are_schema_valid_and_cached(
 
 
 def test_openai_backend_against_llama_server(
-    items: pa.Table, llama_server_url: str, tmp_path: Path
+    items: pa.Table, llama_server: str, tmp_path: Path
 ) -> None:
     backend = make_backend(
         "openai",
-        base_url=llama_server_url,
+        base_url=llama_server,
         concurrency=4,
         options={"json_mode": "json_object", "model_id": "smollm2-server"},
     )
