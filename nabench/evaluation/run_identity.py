@@ -2,7 +2,9 @@
 
 A run folder ``<out>/<run>/`` holds ``run.json``: the settings that make outputs differ
 (model, backend and endpoint, mode, prompt format, dataset, revision, split, limit,
-decoding, invalid credit, prompt version). A results folder is never silently overwritten:
+decoding, invalid credit, prompt version), and beside them the engine that dispatched it
+(not a setting: both engines give the same outputs). A results folder is never silently
+overwritten:
 
 * ``--run-name NAME``: the folder ``NAME``; if it holds a run with other settings the
   command is refused, naming the settings that differ.
@@ -104,6 +106,13 @@ def resolve_run_dir(out: Path, name: str | None, default: str, settings: Mapping
     raise AssertionError("unreachable")  # _candidates is infinite
 
 
-def write_settings(run_dir: Path, settings: Mapping[str, Any]) -> Path:
-    """Record the run's settings (``run.json``) before any result is written."""
-    return write_json_atomic({"settings": dict(settings)}, run_dir / RUN_FILE)
+def write_settings(
+    run_dir: Path, settings: Mapping[str, Any], engine: Mapping[str, Any] | None = None
+) -> Path:
+    """Record the run's settings (``run.json``) before any result is written, and the engine
+    that dispatched it beside them: local and ray give the same outputs, so the engine is
+    recorded but is no setting that makes a run another run."""
+    record: dict[str, Any] = {"settings": dict(settings)}
+    if engine is not None:
+        record["engine"] = dict(engine)
+    return write_json_atomic(record, run_dir / RUN_FILE)

@@ -1,5 +1,6 @@
-"""Turn the generic command-line flags (--backend, --model, --base-url, --concurrency) into a
-backend, so every command (label, eval, selfknow, artifacts) offers the same flags."""
+"""Open the backend a `ModelSpec` describes (`open_backend`), engine included: the one way
+every model job (label, eval, selfknow, na-train, question inference) opens its model, from
+the command-line model flags or a recipe's model section alike."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from nabench.core.errors import NabenchError
 from nabench.llm._engine import ENGINES, make_engine
 from nabench.llm._registry import get_backend
 from nabench.llm._types import Backend
+from nabench.schemas.model import ModelSpec
 
 # backend name -> how the generic flags map onto its constructor arguments
 _FLAG_MAPPERS: dict[str, Callable[[str | None, str | None, int], dict[str, Any]]] = {
@@ -59,15 +61,42 @@ def split_engine_options(
     return engines, rest
 
 
-def make_backend(
-    backend: str,
-    model: str | None = None,
-    base_url: str | None = None,
-    concurrency: int = 8,
-    options: Mapping[str, Any] | None = None,
-) -> Backend:
-    """A backend from the generic flags plus backend-specific `options`."""
-    return get_backend(backend, **backend_kwargs(backend, model, base_url, concurrency, options))
+def engine_settings(spec: ModelSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(options of the spec's engine, backend options): `ray.KEY` options and a recipe's
+    `ray:` section configure the ray engine (options win); they are refused with another
+    engine rather than dropped, and never reach the backend constructor."""
+    engines, backend_options = split_engine_options(spec.options)
+    if spec.ray:
+        engines["ray"] = {**spec.ray, **engines.get("ray", {})}
+    stray = sorted(set(engines) - {spec.engine})
+    if stray:
+        raise NabenchError(
+            f"{stray[0]}.* options apply to engine {stray[0]!r} only; this job's engine is "
+            f"{spec.engine!r} (use --engine {stray[0]} / engine: {stray[0]})"
+        )
+    return engines.get(spec.engine, {}), backend_options
+
+
+def open_backend(spec: ModelSpec) -> Backend:
+    """The backend `spec` describes, carrying its engine, so every `run_cached` call on it
+    dispatches through that engine (close it, or use it in a `with`). The one way every
+    model job opens its model."""
+    engine_options, backend_options = engine_settings(spec)
+    engine = make_engine(spec.engine, engine_options)  # checked before a model is loaded
+    backend = get_backend(
+        spec.backend,
+        **backend_kwargs(
+            spec.backend, spec.model, spec.base_url, spec.concurrency, backend_options
+        ),
+    )
+    backend.engine = engine
+    return backend
+
+
+def engine_record(backend: Backend) -> dict[str, Any]:
+    """The engine a backend dispatches through and its settings (no URLs), for run records."""
+    engine = backend.engine
+    return engine.describe() if engine is not None else {"engine": "local"}
 
 
 def default_cache_path() -> Path:
@@ -84,26 +113,15 @@ def default_cache_path() -> Path:
 
 @dataclass(frozen=True)
 class ModelFlags:
-    """What the model flags of one invocation say."""
+    """What the model flags of one invocation say: the model (a `ModelSpec`) and the
+    response cache."""
 
-    backend: str
-    model: str | None
-    base_url: str | None
-    concurrency: int
-    options: dict[str, Any]
-    cache: Path | None
-    engine: str = "local"  # how cache misses are dispatched: local | ray
+    spec: ModelSpec
+    cache: Path | None = None
 
     def open_backend(self) -> Backend:
-        """The backend these flags describe (close it, or use it in a `with`); it carries
-        the engine, so every `run_cached` call on it dispatches through that engine."""
-        engine_options, backend_options = split_engine_options(self.options)
-        backend = make_backend(
-            self.backend, self.model, self.base_url, self.concurrency, backend_options
-        )
-        if self.engine != "local" or engine_options.get(self.engine):
-            backend.engine = make_engine(self.engine, engine_options.get(self.engine))
-        return backend
+        """`open_backend(self.spec)`."""
+        return open_backend(self.spec)
 
     def cache_path(self, default: Path | None = None) -> Path:
         """--cache, else `default`, else $NABENCH_CACHE or ~/.cache/nabench/responses.sqlite."""

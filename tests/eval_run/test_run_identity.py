@@ -65,6 +65,19 @@ def test_second_run_with_other_settings_is_refused_or_renamed(built: Path, tmp_p
     assert (out / "o" / "original.parquet").stat().st_mode & 0o777 == 0o644
 
 
+def test_run_json_records_the_engine_outside_the_identity(built: Path, tmp_path: Path) -> None:
+    out = tmp_path / "res"
+    base = [str(built), "--backend", "reference", "--model", "oracle", "--out", str(out),
+            "--config", "original", "--limit", "3", "--run-name", "o"]  # fmt: skip
+    _invoke(eval_cmd, base)
+    record = json.loads((out / "o" / RUN_FILE).read_text())
+    assert record["engine"] == {"engine": "local"}
+    assert "engine" not in record["settings"]
+    # a reference strategy calls no model: another engine is refused, not ignored
+    msg = _invoke(eval_cmd, [*base, "--engine", "ray"], ok=False)
+    assert "--engine local" in msg and "Traceback" not in msg
+
+
 @pytest.mark.parametrize("config", ["excluded", "labels"])
 def test_eval_refuses_non_item_configs(built: Path, tmp_path: Path, config: str) -> None:
     args = [str(built), "--backend", "reference", "--model", "oracle", "--config", config,
