@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,6 @@ from nabench.evaluation.html import write_html
 from nabench.evaluation.panel import (
     MIN_MODELS,
     NEEDS_MODELS,
-    Panel,
     anova_table,
     correlation_table,
     discrimination_table,
@@ -53,7 +51,8 @@ from nabench.evaluation.panel import (
 from nabench.evaluation.paper_report import paper_tables
 from nabench.evaluation.plots import write_plots
 from nabench.evaluation.render import render_markdown
-from nabench.evaluation.results import ORIGINAL, Results, load_results
+from nabench.evaluation.report_data import Report
+from nabench.evaluation.results import ORIGINAL, Results, item_texts, load_results
 from nabench.evaluation.tables import (
     confidence_table,
     config_table,
@@ -67,20 +66,6 @@ __all__ = ["REPORT_JSON_VERSION", "Report", "build_report", "report_json", "writ
 
 REPORT_JSON_VERSION = 1
 _CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
-
-
-@dataclass
-class Report:
-    """Every table of the report (DataFrames), the panels and the written paths."""
-
-    results: Results
-    tables: dict[str, pd.DataFrame]
-    panels: list[Panel]
-    min_coverage: float
-    plots: dict[str, Path] = field(default_factory=dict)
-    markdown: str = ""
-    protocol: Protocol | None = None
-    paper: list[str] = field(default_factory=list)  # names of the preset's paper tables
 
 
 def build_report(
@@ -190,5 +175,6 @@ def write_report(
     with atomic_file(out / "report.json") as tmp:
         tmp.write_text(json.dumps(report_json(report), ensure_ascii=False), encoding="utf-8")
     if html:
-        write_html(report, paths, out)
+        report.texts = item_texts(report.results.summaries)
+        write_html(report, out)
     return report
