@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nabench.core.cells import fmt_cell, fmt_value
+from nabench.core.cells import fmt_cell
 from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
 from nabench.evaluation.report_data import Report
-from nabench.evaluation.tables import RUN_COLUMNS_MD, runs_table
+from nabench.evaluation.tables import RUN_COLUMNS_MD, runs_table, with_ci
 
 __all__ = ["md_table", "render_markdown"]
 
@@ -53,20 +53,6 @@ def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
         cells = [fmt_cell(c, v).replace("|", "\\|") for c, v in zip(cols, row, strict=True)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
-    def ci(lo: pd.Series, hi: pd.Series) -> pd.Series:
-        return pd.Series(
-            [f"[{fmt_value(a)}, {fmt_value(b)}]" for a, b in zip(lo, hi, strict=True)],
-            index=df.index,
-            dtype=object,
-        )
-
-    return df.assign(
-        diff_ci=ci(df["diff_low"], df["diff_high"]),
-        rel_drop_ci=ci(df["rel_drop_low"], df["rel_drop_high"]),
-    )
 
 
 def _subject_sections(report: Report, top: int) -> list[dict[str, str]]:
@@ -151,14 +137,14 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         "runs": md_table(runs_table(report.results), RUN_COLUMNS_MD),
         "models": report.results.models,
         "baselines": report.results.baselines,
-        "headline": md_table(_with_ci(head), HEADLINE_MD) if not head.empty else "",
+        "headline": md_table(with_ci(head), HEADLINE_MD) if not head.empty else "",
         "worst_case": ""
         if t["worst_case"].empty
-        else md_table(_with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
+        else md_table(with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
         "categories": ""
         if t["headline_categories"].empty
         else md_table(
-            _with_ci(t["headline_categories"]), [*HEADLINE_MD[:2], "category", *HEADLINE_MD[2:]]
+            with_ci(t["headline_categories"]), [*HEADLINE_MD[:2], "category", *HEADLINE_MD[2:]]
         ),
         "configs": [
             {"config": str(c), "table": md_table(g, cfg_cols)}

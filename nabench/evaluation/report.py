@@ -54,6 +54,7 @@ from nabench.evaluation.render import render_markdown
 from nabench.evaluation.report_data import Report
 from nabench.evaluation.results import ORIGINAL, Results, item_texts, load_results
 from nabench.evaluation.tables import (
+    CI_PAIRS,
     confidence_table,
     config_table,
     phrasing_table,
@@ -65,7 +66,6 @@ from nabench.stats.inference import json_safe
 __all__ = ["REPORT_JSON_VERSION", "Report", "build_report", "report_json", "write_report"]
 
 REPORT_JSON_VERSION = 1
-_CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
 
 
 def build_report(
@@ -106,7 +106,7 @@ def build_report(
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     recs = df.to_dict("records")
     for rec in recs:
-        for name, (lo, hi) in _CI_PAIRS.items():
+        for name, (lo, hi) in CI_PAIRS.items():
             if lo in rec:
                 rec[name] = [rec.pop(lo), rec.pop(hi)]
     return recs

@@ -10,10 +10,30 @@ from nabench.evaluation.results import NA_KEYED, ORIGINAL, RUN_SETTINGS, Results
 from nabench.evaluation.scoring import baseline_test
 from nabench.stats.inference import accuracy_ci
 
-__all__ = ["confidence_table", "config_table", "phrasing_table", "runs_table", "subject_table"]
+__all__ = [
+    "CI_PAIRS",
+    "confidence_table",
+    "config_table",
+    "phrasing_table",
+    "runs_table",
+    "subject_table",
+    "with_ci",
+]
 
+# Each confidence interval of the headline tables: its column pair, shown as one [lo, hi].
+CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
 # Of a run's settings, what Markdown shows (the HTML page shows them all).
 RUN_COLUMNS_MD = ("run", "role", "model", "mode", "backend", "configs")
+
+
+def with_ci(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` plus each CI of `CI_PAIRS` as one ``[lo, hi]`` column (every output's CI cell)."""
+    pairs = {
+        name: [[a, b] for a, b in zip(df[lo], df[hi], strict=True)]
+        for name, (lo, hi) in CI_PAIRS.items()
+        if lo in df
+    }
+    return df.assign(**pairs)
 
 
 def runs_table(results: Results) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from nabench.core.atomic import atomic_file
 from nabench.core.cells import fmt_cell
 from nabench.evaluation.html.data import browser_payload, encode_payload
 from nabench.evaluation.report_data import Report
-from nabench.evaluation.tables import runs_table
+from nabench.evaluation.tables import runs_table, with_ci
 
 __all__ = ["HtmlTable", "html_table", "render_html", "write_html"]
 
@@ -67,16 +67,6 @@ def html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> HtmlTa
     return HtmlTable(cols, tuple(rows), tuple(values))
 
 
-def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
-    if df.empty:
-        return df
-    lo_hi = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
-    out = df.copy()
-    for name, (lo, hi) in lo_hi.items():
-        out[name] = [[a, b] for a, b in zip(df[lo], df[hi], strict=True)]
-    return out
-
-
 def _mean_drop(df: pd.DataFrame, by: str) -> pd.DataFrame:
     models = df[df["role"] == "model"] if not df.empty else df
     if models.empty:
@@ -109,11 +99,11 @@ def _context(report: Report, out: Path) -> dict[str, Any]:
     payload = browser_payload(res, report.texts)
     payload["models"] = res.models  # the outcome filter's "any model": baselines aside
     return {
-        "headline": html_table(_with_ci(t["headline"]), HEADLINE_COLS),
-        "worst_case": html_table(_with_ci(t["worst_case"]), HEADLINE_COLS),
+        "headline": html_table(with_ci(t["headline"]), HEADLINE_COLS),
+        "worst_case": html_table(with_ci(t["worst_case"]), HEADLINE_COLS),
         "subject_drops": html_table(_mean_drop(t["headline_subjects"], "subject")),
         "category_drops": html_table(_mean_drop(t["headline_categories"], "category")),
-        "categories": html_table(_with_ci(t["headline_categories"]), (*HEADLINE_COLS, "category")),
+        "categories": html_table(with_ci(t["headline_categories"]), (*HEADLINE_COLS, "category")),
         "panel": html_table(t["panel"]),
         "kr20_category": html_table(t["kr20_category"]),
         "discrimination": html_table(_discrimination(t["discrimination"])),
