@@ -59,6 +59,7 @@ from nabench.evaluation.tables import (
     config_table,
     phrasing_table,
     subject_table,
+    with_ci,
 )
 from nabench.schemas.protocol import Protocol
 from nabench.stats.inference import json_safe
@@ -104,12 +105,9 @@ def build_report(
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    recs = df.to_dict("records")
-    for rec in recs:
-        for name, (lo, hi) in CI_PAIRS.items():
-            if lo in rec:
-                rec[name] = [rec.pop(lo), rec.pop(hi)]
-    return recs
+    """Rows as JSON objects, each CI as one ``[lo, hi]`` pair in place of its two columns."""
+    pairs = [c for lo_hi in CI_PAIRS.values() for c in lo_hi if c in df]
+    return with_ci(df).drop(columns=pairs).to_dict("records")  # type: ignore[no-any-return]
 
 
 def report_json(report: Report) -> dict[str, Any]:

@@ -5,7 +5,7 @@ the command-line model flags or a recipe's model section alike."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,17 +15,6 @@ from nabench.llm._engine import ENGINES, make_engine
 from nabench.llm._registry import get_backend
 from nabench.llm._types import Backend
 from nabench.schemas.model import ModelSpec
-
-# backend name -> how the generic flags map onto its constructor arguments
-_FLAG_MAPPERS: dict[str, Callable[[str | None, str | None, int], dict[str, Any]]] = {
-    "local": lambda model, base_url, concurrency: {"model_path": model} if model else {},
-    "openai": lambda model, base_url, concurrency: {
-        k: v
-        for k, v in {"model": model, "base_url": base_url, "concurrency": concurrency}.items()
-        if v is not None
-    },
-    "vllm": lambda model, base_url, concurrency: {"model": model} if model else {},
-}
 
 
 def backend_kwargs(
@@ -39,35 +28,27 @@ def backend_kwargs(
     `options` (e.g. n_threads, tensor_parallel_size); options win over flags."""
     if base_url and backend != "openai":
         raise NabenchError(f"--base-url applies to the openai backend only, not {backend!r}")
-    mapper = _FLAG_MAPPERS.get(backend, lambda m, b, c: {"model": m} if m else {})
-    return {**mapper(model, base_url, concurrency), **dict(options or {})}
-
-
-def split_engine_options(
-    options: Mapping[str, Any],
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """`{"ray.qps": 4, "n_threads": 1}` -> ({"ray": {"qps": 4}}, {"n_threads": 1}):
-    options named `ENGINE.KEY` configure that engine, the rest the backend."""
-    engines: dict[str, dict[str, Any]] = {}
-    rest: dict[str, Any] = {}
-    for key, value in options.items():
-        engine, dot, name = key.partition(".")
-        if dot and engine in ENGINES:
-            engines.setdefault(engine, {})[name] = value
-        elif dot:
-            raise NabenchError(f"option {key!r}: unknown engine {engine!r} ({', '.join(ENGINES)})")
-        else:
-            rest[key] = value
-    return engines, rest
+    if backend == "openai":
+        flags = {"model": model, "base_url": base_url, "concurrency": concurrency}
+    else:  # in-process backends: a GGUF path (local) or a model dir/id
+        flags = {"model_path" if backend == "local" else "model": model}
+    return {**{k: v for k, v in flags.items() if v is not None}, **dict(options or {})}
 
 
 def engine_settings(spec: ModelSpec) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(options of the spec's engine, backend options): `ray.KEY` options and a recipe's
-    `ray:` section configure the ray engine (options win); they are refused with another
-    engine rather than dropped, and never reach the backend constructor."""
-    engines, backend_options = split_engine_options(spec.options)
-    if spec.ray:
-        engines["ray"] = {**spec.ray, **engines.get("ray", {})}
+    """(options of the spec's engine, backend options). Options named `ENGINE.KEY` (e.g.
+    `ray.qps`) and a recipe's `ray:` section configure that engine (options win); they are
+    refused with another engine rather than dropped, and never reach the backend."""
+    engines: dict[str, dict[str, Any]] = {"ray": dict(spec.ray)} if spec.ray else {}
+    backend_options: dict[str, Any] = {}
+    for key, value in spec.options.items():
+        engine, dot, name = key.partition(".")
+        if not dot:
+            backend_options[key] = value
+        elif engine in ENGINES:
+            engines.setdefault(engine, {})[name] = value
+        else:
+            raise NabenchError(f"option {key!r}: unknown engine {engine!r} ({', '.join(ENGINES)})")
     stray = sorted(set(engines) - {spec.engine})
     if stray:
         raise NabenchError(
