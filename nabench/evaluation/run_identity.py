@@ -18,13 +18,13 @@ Adding configs to a run with the same settings, and rerunning it, reuse the fold
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import load_json_file
 from nabench.llm import write_json_atomic
 
 __all__ = ["RUN_FILE", "model_slug", "read_settings", "resolve_run_dir", "write_settings"]
@@ -62,12 +62,17 @@ def model_slug(model_id: str, mode: str = "generate", prompt_format: str = "nabe
 def read_settings(run_dir: Path) -> dict[str, Any] | None:
     """The settings of the run in ``run_dir`` (None if it holds no run)."""
     path = run_dir / RUN_FILE
-    if path.is_file():
-        return {**_DEFAULTS, **json.loads(path.read_text("utf-8"))["settings"]}
+    if path.is_file():  # the bounded loader: a damaged file is one line naming it
+        record = load_json_file(path)
+        if not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
+            raise NabenchError(f'{path}: not a run record (no "settings" object)')
+        return {**_DEFAULTS, **record["settings"]}
     summaries = sorted(run_dir.glob("*.summary.json"))
     if not summaries:
         return None
-    s = json.loads(summaries[0].read_text("utf-8"))
+    s = load_json_file(summaries[0])
+    if not isinstance(s, dict):
+        raise NabenchError(f"{summaries[0]}: not an eval summary")
     return {**_DEFAULTS, **{k: s.get(k) for k in _SUMMARY_KEYS}}
 
 
