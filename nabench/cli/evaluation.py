@@ -103,8 +103,7 @@ def eval_cmd(
     results = run_eval(
         EvalOptions(
             dataset=dataset,
-            backend=model_flags.backend,
-            model=model_flags.model,
+            spec=model_flags.spec,
             configs=configs,
             mode=(mode or ("loglik" if prompt_format == "lm-eval" else "generate")),  # type: ignore[arg-type]
             prompt_format=prompt_format,  # type: ignore[arg-type]
@@ -115,9 +114,6 @@ def eval_cmd(
             run_name=run_name,
             invalid_credit=invalid_credit,
             cache=model_flags.cache,
-            base_url=model_flags.base_url,
-            concurrency=model_flags.concurrency,
-            backend_options=model_flags.options,
             max_tokens=max_tokens,
             logprobs_k=logprobs_k,
             chunk_size=chunk_size,

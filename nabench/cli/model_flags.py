@@ -4,8 +4,8 @@
 
 and the run flags (`run_options`): --max-tokens, --max-attempts, --chunk-size, --quiet.
 
-The command receives them as one `ModelFlags`, which opens the backend and names the cache,
-so a flag means the same thing in every command.
+The command receives them as one `ModelFlags`: a `ModelSpec` (the same model description a
+recipe's model section is) and the cache, so a flag means the same thing in every command.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import yaml
 from nabench.core.errors import NabenchError
 from nabench.llm import ENGINES
 from nabench.llm.options import ModelFlags
+from nabench.schemas.model import ModelSpec
 
 BACKENDS = ("local", "openai", "vllm")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -114,7 +115,15 @@ def model_options(
                 if engine != "ray":
                     raise NabenchError("--ray-address applies to --engine ray only")
                 parsed["ray.address"] = ray_address
-            model_flags = ModelFlags(backend, model, base_url, concurrency, parsed, cache, engine)
+            spec = ModelSpec(
+                backend=backend,
+                model=model,
+                base_url=base_url,
+                concurrency=concurrency,
+                options=parsed,
+                engine=engine,
+            )
+            model_flags = ModelFlags(spec, cache)
             return func(*args, model_flags=model_flags, **kwargs)
 
         return _stack(flags)(command)  # type: ignore[return-value]

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nabench.evaluation.report_data import Report
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from nabench.evaluation.report import Report
 
 __all__ = ["write_plots"]
 

@@ -1,26 +1,26 @@
 """``report.md``: the report's tables as Markdown, laid out by ``templates/report.md.jinja``.
 
-Numbers are formatted here (floats to 3 decimals, missing as ``n/a``); p-values keep
-their exact value in significant digits (``2.4e-07``, never ``0.000``).
+Cells are formatted by :mod:`nabench.core.cells` (the one formatter of every table:
+floats to 3 decimals, missing as ``n/a``, p-values in significant digits); Markdown
+escapes the pipes.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nabench.core.cells import fmt_cell
 from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
+from nabench.evaluation.report_data import Report
+from nabench.evaluation.tables import RUN_COLUMNS_MD, runs_table, with_ci
 
-if TYPE_CHECKING:
-    from nabench.evaluation.report import Report
-
-__all__ = ["fmt_p", "fmt_value", "md_table", "render_markdown"]
+__all__ = ["md_table", "render_markdown"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 HEADLINE_MD = [
@@ -43,37 +43,6 @@ def _templates() -> Any:
     return markdown_environment(TEMPLATES, trim_blocks=True)
 
 
-def fmt_p(v: object) -> str:
-    """A p-value: 3 significant digits, scientific below 0.001, ``0`` only when exact."""
-    if v is None or (isinstance(v, float | np.floating) and math.isnan(float(v))):
-        return "n/a"
-    f = float(v)  # type: ignore[arg-type]
-    if f == 0.0:
-        return "0 (exact)"
-    return f"{f:.2e}" if f < 1e-3 else f"{f:.3g}"
-
-
-def fmt_value(v: object, digits: int = 3) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, bool | np.bool_):
-        return str(bool(v))
-    if isinstance(v, int | np.integer):
-        return str(int(v))
-    if isinstance(v, float | np.floating):
-        f = float(v)
-        if math.isnan(f):
-            return "n/a"
-        if f != 0.0 and abs(f) < 10 ** (-digits):
-            return f"{f:.1e}"
-        return f"{f:.{digits}f}"
-    return str(v).replace("|", "\\|")
-
-
-def _is_p(col: str) -> bool:
-    return col == "p_value" or col.endswith("_p") or col.startswith("p_value")
-
-
 def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     """A pipe table of ``df`` (floats to 3 decimals, p-values exact, nan as n/a)."""
     cols = [str(c) for c in (columns or df.columns)]
@@ -81,23 +50,9 @@ def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
         return "_(none)_\n"
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df[cols].itertuples(index=False):
-        cells = [fmt_p(v) if _is_p(c) else fmt_value(v) for c, v in zip(cols, row, strict=True)]
+        cells = [fmt_cell(c, v).replace("|", "\\|") for c, v in zip(cols, row, strict=True)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
-    def ci(lo: pd.Series, hi: pd.Series) -> pd.Series:
-        return pd.Series(
-            [f"[{fmt_value(a)}, {fmt_value(b)}]" for a, b in zip(lo, hi, strict=True)],
-            index=df.index,
-            dtype=object,
-        )
-
-    return df.assign(
-        diff_ci=ci(df["diff_low"], df["diff_high"]),
-        rel_drop_ci=ci(df["rel_drop_low"], df["rel_drop_high"]),
-    )
 
 
 def _subject_sections(report: Report, top: int) -> list[dict[str, str]]:
@@ -159,23 +114,6 @@ def _panel_context(report: Report) -> dict[str, Any]:
     return ctx
 
 
-def _runs_table(report: Report) -> pd.DataFrame:
-    s = report.results.summaries
-    roles = report.results.roles()
-    runs = (
-        s.groupby("run", sort=False)
-        .agg(
-            model=("model", "first"),
-            mode=("mode", "first"),
-            backend=("backend", "first"),
-            configs=("config", lambda c: ", ".join(c)),
-        )
-        .reset_index()
-    )
-    runs.insert(1, "role", runs["run"].map(roles))
-    return runs
-
-
 def render_markdown(report: Report, top_subjects: int = 10) -> str:
     """The report as Markdown, readable on its own."""
     t = report.tables
@@ -196,17 +134,17 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         "test",
     ]
     ctx = {
-        "runs": md_table(_runs_table(report)),
+        "runs": md_table(runs_table(report.results), RUN_COLUMNS_MD),
         "models": report.results.models,
         "baselines": report.results.baselines,
-        "headline": md_table(_with_ci(head), HEADLINE_MD) if not head.empty else "",
+        "headline": md_table(with_ci(head), HEADLINE_MD) if not head.empty else "",
         "worst_case": ""
         if t["worst_case"].empty
-        else md_table(_with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
+        else md_table(with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
         "categories": ""
         if t["headline_categories"].empty
         else md_table(
-            _with_ci(t["headline_categories"]), [*HEADLINE_MD[:2], "category", *HEADLINE_MD[2:]]
+            with_ci(t["headline_categories"]), [*HEADLINE_MD[:2], "category", *HEADLINE_MD[2:]]
         ),
         "configs": [
             {"config": str(c), "table": md_table(g, cfg_cols)}

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,6 @@ from nabench.evaluation.html import write_html
 from nabench.evaluation.panel import (
     MIN_MODELS,
     NEEDS_MODELS,
-    Panel,
     anova_table,
     correlation_table,
     discrimination_table,
@@ -53,12 +51,15 @@ from nabench.evaluation.panel import (
 from nabench.evaluation.paper_report import paper_tables
 from nabench.evaluation.plots import write_plots
 from nabench.evaluation.render import render_markdown
-from nabench.evaluation.results import ORIGINAL, Results, load_results
+from nabench.evaluation.report_data import Report
+from nabench.evaluation.results import ORIGINAL, Results, item_texts, load_results
 from nabench.evaluation.tables import (
+    CI_PAIRS,
     confidence_table,
     config_table,
     phrasing_table,
     subject_table,
+    with_ci,
 )
 from nabench.schemas.protocol import Protocol
 from nabench.stats.inference import json_safe
@@ -66,21 +67,6 @@ from nabench.stats.inference import json_safe
 __all__ = ["REPORT_JSON_VERSION", "Report", "build_report", "report_json", "write_report"]
 
 REPORT_JSON_VERSION = 1
-_CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
-
-
-@dataclass
-class Report:
-    """Every table of the report (DataFrames), the panels and the written paths."""
-
-    results: Results
-    tables: dict[str, pd.DataFrame]
-    panels: list[Panel]
-    min_coverage: float
-    plots: dict[str, Path] = field(default_factory=dict)
-    markdown: str = ""
-    protocol: Protocol | None = None
-    paper: list[str] = field(default_factory=list)  # names of the preset's paper tables
 
 
 def build_report(
@@ -119,12 +105,9 @@ def build_report(
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    recs = df.to_dict("records")
-    for rec in recs:
-        for name, (lo, hi) in _CI_PAIRS.items():
-            if lo in rec:
-                rec[name] = [rec.pop(lo), rec.pop(hi)]
-    return recs
+    """Rows as JSON objects, each CI as one ``[lo, hi]`` pair in place of its two columns."""
+    pairs = [c for lo_hi in CI_PAIRS.values() for c in lo_hi if c in df]
+    return with_ci(df).drop(columns=pairs).to_dict("records")  # type: ignore[no-any-return]
 
 
 def report_json(report: Report) -> dict[str, Any]:
@@ -190,5 +173,6 @@ def write_report(
     with atomic_file(out / "report.json") as tmp:
         tmp.write_text(json.dumps(report_json(report), ensure_ascii=False), encoding="utf-8")
     if html:
-        write_html(report, paths, out)
+        report.texts = item_texts(report.results.summaries)
+        write_html(report, out)
     return report

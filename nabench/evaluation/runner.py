@@ -14,7 +14,7 @@ items; ``labels``: NA-applicability labels) and skips them, ``fewshot`` and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ from nabench.evaluation.run_identity import model_slug, resolve_run_dir, write_s
 from nabench.evaluation.scoring import DEFAULT_INVALID_CREDIT
 from nabench.evaluation.strategies import get_strategy
 from nabench.llm import Backend, ResponseCache
-from nabench.llm.options import default_cache_path, make_backend
+from nabench.llm.options import default_cache_path, engine_record, open_backend
+from nabench.schemas.model import ModelSpec
 from nabench.schemas.protocol import Protocol, ScoringPreset, get_protocol
 
 __all__ = [
@@ -112,8 +113,8 @@ class EvalOptions:
     """Everything `nabench eval` takes."""
 
     dataset: str
-    backend: str
-    model: str | None = None
+    # The model (`--backend reference`: `model` names a strategy) and its engine.
+    spec: ModelSpec
     configs: Sequence[str] = ()
     mode: Mode = "generate"
     split: str | None = None
@@ -123,13 +124,10 @@ class EvalOptions:
     run_name: str | None = None
     invalid_credit: float = DEFAULT_INVALID_CREDIT
     cache: Path | None = None
-    base_url: str | None = None
-    concurrency: int = 8
     max_tokens: int = DEFAULT_MAX_TOKENS
     logprobs_k: int = DEFAULT_LOGPROBS_K
     chunk_size: int = 32
     progress: bool = True
-    backend_options: dict[str, Any] = field(default_factory=dict)
     prompt_format: PromptFormat = "nabench"
     # A named preset (`--protocol`): its decoding and scoring replace max_tokens and
     # invalid_credit; None keeps nabench's defaults (the `nabench` preset's values).
@@ -209,25 +207,22 @@ def load_rows(dataset: str, config: str, split: str | None, revision: str | None
 def _producer(
     options: EvalOptions, protocol: Protocol | None = None
 ) -> tuple[Producer, ResponseCache | None, Backend | None]:
-    if options.backend == "reference":
+    spec = options.spec
+    if spec.backend == "reference":
         if options.mode != "generate":
             raise NabenchError("reference strategies have no log-probabilities: --mode generate")
-        if not options.model:
+        if not spec.model:
             raise NabenchError("--backend reference needs --model (a strategy name)")
+        if spec.engine != "local":
+            raise NabenchError("--backend reference calls no model: --engine local")
         authors = bool(protocol and protocol.scoring and protocol.scoring.answer_rule != "nabench")
         answer_format = "({})" if authors else "Answer: {}"
         return (
-            StrategyProducer(get_strategy(options.model), answer_format=answer_format),
+            StrategyProducer(get_strategy(spec.model), answer_format=answer_format),
             None,
             None,
         )
-    backend = make_backend(
-        options.backend,
-        options.model,
-        options.base_url,
-        options.concurrency,
-        options.backend_options,
-    )
+    backend = open_backend(spec)
     cache = ResponseCache(options.cache or default_cache_path())
     producer = ModelProducer(
         backend,
@@ -289,7 +284,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         settings = run_settings(options, producer, endpoint, protocol)
         default = model_slug(producer.model_id, options.mode, options.prompt_format)
         run_dir = resolve_run_dir(Path(options.out), options.run_name, default, settings)
-        write_settings(run_dir, settings)
+        engine = engine_record(backend) if backend is not None else {"engine": "local"}
+        write_settings(run_dir, settings, engine)
         keys = ("dataset", "revision", "split", "limit", "endpoint", "prompt_format")
         meta = {k: settings[k] for k in keys}
         meta.update(max_tokens=settings["max_tokens"], logprobs_k=settings["logprobs_k"])

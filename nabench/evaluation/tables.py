@@ -6,11 +6,48 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nabench.evaluation.results import NA_KEYED, ORIGINAL, Results
+from nabench.evaluation.results import NA_KEYED, ORIGINAL, RUN_SETTINGS, Results
 from nabench.evaluation.scoring import baseline_test
 from nabench.stats.inference import accuracy_ci
 
-__all__ = ["confidence_table", "config_table", "phrasing_table", "subject_table"]
+__all__ = [
+    "CI_PAIRS",
+    "confidence_table",
+    "config_table",
+    "phrasing_table",
+    "runs_table",
+    "subject_table",
+    "with_ci",
+]
+
+# Each confidence interval of the headline tables: its column pair, shown as one [lo, hi].
+CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
+# Of a run's settings, what Markdown shows (the HTML page shows them all).
+RUN_COLUMNS_MD = ("run", "role", "model", "mode", "backend", "configs")
+
+
+def with_ci(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` plus each CI of `CI_PAIRS` as one ``[lo, hi]`` column (every output's CI cell)."""
+    pairs = {
+        name: [[a, b] for a, b in zip(df[lo], df[hi], strict=True)]
+        for name, (lo, hi) in CI_PAIRS.items()
+        if lo in df
+    }
+    return df.assign(**pairs)
+
+
+def runs_table(results: Results) -> pd.DataFrame:
+    """One row per run (nabench and harness runs alike): role, model, backend, mode, the
+    settings its first config's summary records, and its configs."""
+    s = results.summaries
+    first = {k: (k, "first") for k in ("model", "mode", "backend", *RUN_SETTINGS)}
+    runs = (
+        s.groupby("run", sort=False)
+        .agg(**first, configs=("config", lambda c: ", ".join(map(str, c))))
+        .reset_index()
+    )
+    runs.insert(1, "role", runs["run"].map(results.roles()))
+    return runs
 
 
 def config_table(results: Results) -> pd.DataFrame:

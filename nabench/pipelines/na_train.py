@@ -42,11 +42,10 @@ from nabench.llm import (
     RunStats,
     count_hits,
     estimate_hook,
-    make_engine,
     run_cached,
     write_stats,
 )
-from nabench.llm.options import default_cache_path, make_backend
+from nabench.llm.options import default_cache_path, open_backend
 from nabench.perturb import ItemColumns
 from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
 from nabench.pipelines.labels import build_label_source, label_split
@@ -206,11 +205,7 @@ def sample(
         rows += r
         requests += q
     spec = recipe.sampler
-    backend: Backend = make_backend(
-        spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options
-    )
-    if spec.engine != "local" or spec.ray:
-        backend.engine = make_engine(spec.engine, spec.ray)
+    backend: Backend = open_backend(spec)
     try:
         with ResponseCache(options.cache or default_cache_path()) as cache:
             distinct, cached = count_hits(backend, cache, requests, NAMESPACE)

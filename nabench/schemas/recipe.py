@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from nabench.core.version import release_version
+from nabench.schemas.model import ModelSpec
 
 
 def _check_semver(value: str) -> str:
@@ -77,15 +78,10 @@ VariantSpec = Annotated[
 ]
 
 
-class LLMLabelerSpec(_Spec):
-    backend: str = "local"
-    model: str | None = None
-    base_url: str | None = None
+class LLMLabelerSpec(ModelSpec):
+    """`labels.llm`: the labeling model (a `ModelSpec`), its guideline and error budget."""
+
     guideline: str = "na_applicability"
-    concurrency: int = Field(default=8, ge=1)
-    options: dict[str, Any] = Field(default_factory=dict)
-    engine: str = "local"  # local | ray (nabench.llm.ENGINES)
-    ray: dict[str, Any] = Field(default_factory=dict)  # RaySettings, for engine: ray
     max_error_share: float = Field(
         default=0.0,
         ge=0.0,

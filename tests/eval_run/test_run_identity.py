@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from nabench.cli import main as nabench_main
 from nabench.cli.evaluation import eval_cmd
+from nabench.core.errors import NabenchError
 from nabench.evaluation.run_identity import RUN_FILE, resolve_run_dir, write_settings
 
 
@@ -62,6 +63,29 @@ def test_second_run_with_other_settings_is_refused_or_renamed(built: Path, tmp_p
     settings = json.loads((out / "reference_oracle__reference" / RUN_FILE).read_text())
     assert settings["settings"]["limit"] == 6
     assert (out / "o" / "original.parquet").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_damaged_run_record_is_one_line_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / RUN_FILE).write_text("{not json")
+    with pytest.raises(NabenchError, match=r"run\.json: invalid JSON"):
+        resolve_run_dir(tmp_path, "m", "m", {"model": "m"})
+    (tmp_path / "m" / RUN_FILE).write_text("[]")
+    with pytest.raises(NabenchError, match="not a run record"):
+        resolve_run_dir(tmp_path, "m", "m", {"model": "m"})
+
+
+def test_run_json_records_the_engine_outside_the_identity(built: Path, tmp_path: Path) -> None:
+    out = tmp_path / "res"
+    base = [str(built), "--backend", "reference", "--model", "oracle", "--out", str(out),
+            "--config", "original", "--limit", "3", "--run-name", "o"]  # fmt: skip
+    _invoke(eval_cmd, base)
+    record = json.loads((out / "o" / RUN_FILE).read_text())
+    assert record["engine"] == {"engine": "local"}
+    assert "engine" not in record["settings"]
+    # a reference strategy calls no model: another engine is refused, not ignored
+    msg = _invoke(eval_cmd, [*base, "--engine", "ray"], ok=False)
+    assert "--engine local" in msg and "Traceback" not in msg
 
 
 @pytest.mark.parametrize("config", ["excluded", "labels"])

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from nabench.cli import main
 from nabench.core.errors import RecipeError
+from nabench.llm.options import backend_kwargs
 from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.selfknow import CONFIGS, default_cache_path, default_stats_path
 from nabench.pipelines.skeleton import BuildOptions
@@ -107,7 +108,7 @@ def test_recipe_cross_model_classifier() -> None:
     )
     spec = recipe.classifier_model()
     assert spec.backend == "openai"
-    assert spec.backend_options() == {
+    assert backend_kwargs(spec.backend, spec.model, spec.base_url, spec.concurrency) == {
         "model": "judge",
         "base_url": "http://127.0.0.1:9/v1",
         "concurrency": 8,
