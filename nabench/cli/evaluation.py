@@ -209,6 +209,8 @@ def report_cmd(
         protocol=preset,
         labels=labels,
     )
+    for note in report.notes:
+        click.echo(f"note: {note}")
     click.echo(
         f"{len(report.results.runs)} run(s), {len(report.results.configs)} config(s), "
         f"{len(report.panels)} panel(s), {len(report.plots)} plot(s) -> {out / 'report.md'}, "

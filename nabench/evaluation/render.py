@@ -1,7 +1,8 @@
 """``report.md``: the report's tables as Markdown, laid out by ``templates/report.md.jinja``.
 
 Numbers are formatted here (floats to 3 decimals, missing as ``n/a``); p-values keep
-their exact value in significant digits (``2.4e-07``, never ``0.000``).
+their exact value in significant digits (``2.4e-07``, never ``0.000``), and one that
+underflowed a double prints as ``< 1e-300``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
 if TYPE_CHECKING:
     from nabench.evaluation.report import Report
 
-__all__ = ["fmt_p", "fmt_value", "md_table", "render_markdown"]
+__all__ = ["P_FLOOR", "fmt_p", "fmt_value", "md_table", "render_markdown"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 HEADLINE_MD = [
@@ -29,6 +30,8 @@ HEADLINE_MD = [
     "n",
     "acc_original",
     "acc_variant",
+    "invalid_share_original",
+    "invalid_share_variant",
     "diff",
     "diff_ci",
     "rel_drop",
@@ -43,13 +46,17 @@ def _templates() -> Any:
     return markdown_environment(TEMPLATES, trim_blocks=True)
 
 
+P_FLOOR = 1e-300  # below this a double p-value has underflowed: print the bound, not 0
+
+
 def fmt_p(v: object) -> str:
-    """A p-value: 3 significant digits, scientific below 0.001, ``0`` only when exact."""
+    """A p-value: 3 significant digits, scientific below 0.001; one that underflowed (0,
+    or a subnormal double) prints as ``< 1e-300``, never as 0."""
     if v is None or (isinstance(v, float | np.floating) and math.isnan(float(v))):
         return "n/a"
     f = float(v)  # type: ignore[arg-type]
-    if f == 0.0:
-        return "0 (exact)"
+    if f < P_FLOOR:
+        return f"< {P_FLOOR:.0e}"
     return f"{f:.2e}" if f < 1e-3 else f"{f:.3g}"
 
 
@@ -190,6 +197,7 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         "ci_high",
         "ci_method",
         "invalid_rate",
+        "score",
         "majority_baseline",
         "gain",
         "p_value",
@@ -197,6 +205,7 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
     ]
     ctx = {
         "runs": md_table(_runs_table(report)),
+        "notes": report.notes,
         "models": report.results.models,
         "baselines": report.results.baselines,
         "headline": md_table(_with_ci(head), HEADLINE_MD) if not head.empty else "",

@@ -7,8 +7,9 @@ Jinja template), :mod:`~.plots`. This module builds them and writes the files.
 
 ``report.json`` (``REPORT_JSON_VERSION``; keys stay stable, new keys may be added):
 
-* ``version``, ``models`` (run names of models), ``baselines`` (reference strategies),
-  ``min_models``, ``panel_status`` (``ok`` or ``needs ≥ 5 models``);
+* ``version``, ``models`` (run names of models, one run per model), ``baselines``
+  (reference strategies), ``min_models``, ``panel_status`` (``ok`` or ``needs ≥ 5
+  models``), ``notes`` (one line per run or row set the tables leave out, and why);
 * ``headline``: one object per run × variant config: ``run``, ``model`` (model id),
   ``role`` (``model``/``baseline``), ``config``, ``n`` (paired rows), ``n_clusters``
   (source items), ``acc_original``, ``acc_variant``, ``diff``, ``diff_ci`` [lo, hi],
@@ -38,6 +39,7 @@ import pandas as pd
 from nabench.core.atomic import atomic_file
 from nabench.evaluation.headline import headline_table
 from nabench.evaluation.html import write_html
+from nabench.evaluation.members import pairing_notes, panel_notes, report_members
 from nabench.evaluation.panel import (
     MIN_MODELS,
     NEEDS_MODELS,
@@ -50,7 +52,7 @@ from nabench.evaluation.panel import (
     make_panel,
     panel_table,
 )
-from nabench.evaluation.paper_report import paper_tables
+from nabench.evaluation.paper_report import condition_notes, paper_anova, paper_tables
 from nabench.evaluation.plots import write_plots
 from nabench.evaluation.render import render_markdown
 from nabench.evaluation.results import ORIGINAL, Results, load_results
@@ -81,6 +83,7 @@ class Report:
     markdown: str = ""
     protocol: Protocol | None = None
     paper: list[str] = field(default_factory=list)  # names of the preset's paper tables
+    notes: list[str] = field(default_factory=list)  # runs / rows the tables leave out, and why
 
 
 def build_report(
@@ -90,10 +93,13 @@ def build_report(
     labels: pd.DataFrame | None = None,
 ) -> Report:
     """Compute every table (no files written); a protocol preset adds its paper's tables
-    (``labels``: NA-applicability labels, id → na_applicable, for the NA-filtered table)."""
+    (``labels``: NA-applicability labels, id → na_applicable, for the NA-filtered table).
+    One run per model (:mod:`~nabench.evaluation.members`); ``notes`` say what was left out."""
+    results, notes = report_members(results)
     configs = config_table(results)
     variants = results.mc_variants()
     panels = [p for c in results.configs if (p := make_panel(results, c, min_coverage))]
+    notes += pairing_notes(results, variants) + panel_notes(results, panels)
     kr_subj = kr20_subject_table(panels)
     tables = {
         "configs": configs,
@@ -115,7 +121,12 @@ def build_report(
         else paper_tables(tables, panels, compared, results, protocol, labels)
     )
     tables.update(paper)
-    return Report(results, tables, panels, min_coverage, protocol=protocol, paper=list(paper))
+    if (name := paper_anova(protocol)) is not None:
+        tables["anova"] = paper[name]  # the paper's conditions and grouping, not every config
+    notes += condition_notes(protocol, compared)
+    return Report(
+        results, tables, panels, min_coverage, protocol=protocol, paper=list(paper), notes=notes
+    )
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -148,6 +159,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "baselines": res.baselines,
             "min_models": MIN_MODELS,
             "panel_status": "ok" if len(res.models) >= MIN_MODELS else NEEDS_MODELS,
+            "notes": report.notes,
             **{k: _records(t[k]) for k in keys},
             **(
                 {}
