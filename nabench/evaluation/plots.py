@@ -94,10 +94,14 @@ def _accuracy_points(
 
 
 def _legend_above(ax: Axes, title: str) -> None:
-    """Legend between the title and the axes, so the figure stays a page wide."""
-    n = len(ax.get_legend_handles_labels()[1])
-    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=3, fontsize=7, frameon=False)
-    ax.set_title(title, pad=6 + 11 * -(-n // 3))
+    """Legend between the title and the axes, in as many columns as fit the axes' width
+    (7 pt text, about 0.053 in per character), so the figure stays a page wide."""
+    labels = ax.get_legend_handles_labels()[1]
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    column_in = 0.45 + 0.053 * max((len(x) for x in labels), default=1)
+    ncol = max(1, min(3, int(width_in // column_in)))
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=ncol, fontsize=7, frameon=False)
+    ax.set_title(title, pad=8 + 14 * -(-len(labels) // ncol))
 
 
 def original_vs_variant(headline: pd.DataFrame, path: Path) -> Path | None:
@@ -111,7 +115,9 @@ def original_vs_variant(headline: pd.DataFrame, path: Path) -> Path | None:
     roles = dict(zip(headline["run"], headline["role"], strict=False))
     points = _accuracy_points(headline, runs, variants)
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 1.6 + 0.22 * len(runs) * len(points) ** 0.5))
+    # ~5 pt per point and a gap per run: 28 runs x 7 configs is a page tall
+    height = 1.8 + len(runs) * (0.065 * len(points) + 0.06)
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, height))
     y = np.arange(len(runs))[::-1].astype(float)
     step = 0.8 / len(points)
     for j, (label, (acc, lo, hi)) in enumerate(points.items()):
@@ -126,7 +132,10 @@ def original_vs_variant(headline: pd.DataFrame, path: Path) -> Path | None:
     tag = {"baseline": " (baseline)", "model": ""}
     labels = [f"{_short(r)}{tag[roles[r]]} n={int(n[r])}" for r in runs]
     ax.set_yticks(y, labels, fontsize=7)
-    ax.set(xlim=(0, 1.0), xlabel="accuracy on the same items (95 % Wilson interval)")
+    # room for the labels inside the page width (7 pt text: at most 0.06 in per character)
+    widest = max(len(label) for label in labels)
+    fig.subplots_adjust(left=min(0.5, 0.03 + widest * 0.06 / PAGE_WIDTH_IN), right=0.97)
+    ax.set(xlim=(-0.01, 1.01), xlabel="accuracy on the same items (95 % Wilson interval)")
     ax.grid(axis="x", color="0.9")
     _legend_above(ax, f"Accuracy on original vs each variant ({len(runs)} runs)")
     return _save(fig, path)

@@ -226,3 +226,22 @@ def test_a_run_whose_na_keyed_ids_differ_from_original_is_named(tmp_path: Path) 
     ) in rep.notes
     md = (tmp_path / "r" / "report.md").read_text()
     assert "run m9: 30 of 30 na_keyed row(s)" in md
+
+
+def test_headline_plot_fits_a_page_with_intervals(tmp_path: Path) -> None:
+    """28 models x 6 variants: the plot was 1.1 in per bar group wide (3,738 px on a
+    28-model panel); now 7.5 in (825 px at 110 dpi) whatever the panel, with intervals."""
+    from PIL import Image
+
+    from nabench.evaluation.plots import PAGE_WIDTH_IN, original_vs_variant
+
+    variants = SEVEN[1:]
+    rows = [
+        {"run": f"HuggingFaceTB_SmolLM2-135M-Instruct-{i:02d}", "role": "model", "config": v,
+         "n": 14042, "acc_original": 0.5, "acc_variant": 0.3}
+        for i in range(28) for v in variants
+    ]  # fmt: skip
+    path = original_vs_variant(pd.DataFrame(rows), tmp_path / "ov.png")
+    assert path is not None
+    width, _ = Image.open(path).size
+    assert width <= PAGE_WIDTH_IN * 110 + 25  # tight bounding box: 0.1 in padding a side
