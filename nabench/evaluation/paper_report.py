@@ -257,20 +257,20 @@ def _per_subject(r: pd.DataFrame, labelled: set[str], applicable: set[str]) -> p
         {
             "run": r["run"].astype(str).to_numpy(),
             "subject": r["subject"].astype(object).fillna("(none)").to_numpy(),
-            "score": r["correct"].to_numpy(np.float64),  # strict accuracy
+            "hit": r["correct"].to_numpy(np.float64),  # accuracy: an invalid answer is wrong
             "kept": src.isin(applicable).to_numpy(),
             "labelled": src.isin(labelled).to_numpy(),
         }
     )
     frame["unlabelled"] = ~frame["labelled"]
-    frame["full_score"] = frame["score"].where(frame["labelled"])
-    frame["kept_score"] = frame["score"].where(frame["kept"])
+    frame["full_hit"] = frame["hit"].where(frame["labelled"])
+    frame["kept_hit"] = frame["hit"].where(frame["kept"])
     out = frame.groupby(["run", "subject"], sort=True).agg(
         n_full=("labelled", "sum"),
         n_filtered=("kept", "sum"),
         n_unlabelled=("unlabelled", "sum"),
-        acc_full=("full_score", "mean"),
-        acc_filtered=("kept_score", "mean"),  # NaN where the filter keeps nothing
+        acc_full=("full_hit", "mean"),
+        acc_filtered=("kept_hit", "mean"),  # NaN where the filter keeps nothing
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         out.insert(3, "filter_rate", 1.0 - out["n_filtered"] / out["n_full"])
@@ -373,15 +373,14 @@ def paper_conditions(spec: ReportPreset, evaluated: Sequence[str]) -> list[str]:
 
 def condition_notes(protocol: Protocol | None, evaluated: Sequence[str]) -> list[str]:
     """A line when a condition the preset's paper compares was not evaluated."""
-    spec = None if protocol is None else protocol.report
-    if spec is None or spec.conditions is None:
+    if protocol is None or protocol.report is None or protocol.report.conditions is None:
         return []
-    missing = [c for c in spec.conditions if c not in set(evaluated)]
+    missing = [c for c in protocol.report.conditions if c not in set(evaluated)]
     if not missing:
         return []
-    kept = paper_conditions(spec, evaluated)
+    kept = paper_conditions(protocol.report, evaluated)
     return [
-        f"protocol {protocol.name}: condition(s) {', '.join(missing)} not evaluated; its "  # type: ignore[union-attr]
+        f"protocol {protocol.name}: condition(s) {', '.join(missing)} not evaluated; its "
         f"Tables 1-2 and ANOVA compare {', '.join(kept) or 'nothing'} only"
     ]
 

@@ -123,7 +123,7 @@ def build_report(
     tables.update(paper)
     if (name := paper_anova(protocol)) is not None:
         tables["anova"] = paper[name]  # the paper's conditions and grouping, not every config
-    notes += condition_notes(protocol, compared)
+    notes += condition_notes(protocol, [c for c in compared if c in set(results.configs)])
     return Report(
         results, tables, panels, min_coverage, protocol=protocol, paper=list(paper), notes=notes
     )

@@ -32,7 +32,7 @@ from nabench.perturb.artifacts.question_inference import (
     seeded_derangement,
 )
 from nabench.pipelines.artifacts import readme_renderer, validate_artifact_staged
-from nabench.schemas.protocol import ArtifactsPreset
+from nabench.schemas.protocol import ArtifactsPreset, protocols
 from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
 from nabench.validate.invariants import summarise_violations
 
@@ -87,9 +87,16 @@ def step1_requests(step1: pa.Table, max_tokens: int, min_tokens: int = 0) -> lis
 
 
 def build_preset(manifest: dict[str, Any]) -> ArtifactsPreset:
-    """The artifacts settings of the protocol the build followed (nabench's for old builds)."""
-    recorded = (manifest.get("protocol") or {}).get("artifacts")
-    return ArtifactsPreset.model_validate(recorded) if recorded else ArtifactsPreset()
+    """The artifacts settings of the protocol the build followed (nabench's for old builds).
+    A setting the build's record predates (step 1's token bounds) is the named preset's
+    today, so an `artifacts-paper` build of an earlier version still decodes as the paper."""
+    record = manifest.get("protocol") or {}
+    recorded = record.get("artifacts")
+    if not recorded:
+        return ArtifactsPreset()
+    current = protocols().get(str(record.get("name")))
+    base = current.artifacts.model_dump() if current and current.artifacts else {}
+    return ArtifactsPreset.model_validate({**base, **recorded})
 
 
 def control_permutation(

@@ -32,6 +32,7 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
 )
 from nabench.pipelines.artifacts import build_artifacts
+from nabench.pipelines.question_inference import build_preset, infer_questions
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.schemas.protocol import get_protocol, protocols
@@ -202,7 +203,27 @@ class _Recorder(Backend):
 
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         self.prompts += [str(r.prompt) for r in requests]
+        self.bounds = {(r.min_tokens, r.max_tokens) for r in requests}
         return [Completion(text="(A)", finish_reason="stop") for _ in requests]
+
+
+def test_step1_decodes_5_to_200_new_tokens_as_the_authors(
+    paper_build: BuildResult, tmp_path: Path
+) -> None:
+    """Step 1 decoded at most 96 tokens with no minimum, whatever the build's protocol."""
+    backend = _Recorder()
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        infer_questions(paper_build.out, backend, cache, out=tmp_path / "qi", limit=2,
+                        progress=False)  # fmt: skip
+    assert backend.bounds == {(5, 200)}
+    manifest = json.loads((tmp_path / "qi" / "build.json").read_text())
+    qi = manifest["question_inference"]
+    assert (qi["min_tokens"], qi["max_tokens"]) == (5, 200)
+    # a build recorded before the bounds existed decodes as its preset states them today
+    old = {"name": "artifacts-paper", "artifacts": {"text": "raw", "qi_keep_missing": True}}
+    preset = build_preset({"protocol": old})
+    assert (preset.qi_step1_min_tokens, preset.qi_step1_max_tokens) == (5, 200)
+    assert build_preset({}).qi_step1_max_tokens == 96  # nabench's own
 
 
 def test_step2_items_without_a_question_are_never_sent_and_score_the_credit(
