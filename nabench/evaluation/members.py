@@ -4,9 +4,9 @@ models' items, and a line for every run a table would otherwise drop without a w
 A panel member is a model — backend, model id and weights revision — not a run: two runs of
 one model with other settings (``--limit``, prompt format, mode, protocol) are one model, and
 counting both would compute KR-20, D and the correlations over copies of it. Of such runs the
-report keeps the one covering the most items (rows over all configs) and says which it kept;
-when two cover equally many there is no principled choice, so the report is refused in one
-line naming them.
+report keeps the one covering the most items (answers over all its configs) and says which
+it kept; when two hold equally many there is no principled choice, so the report is refused
+in one line naming them.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ class Duplicate:
 
     model: str  # "backend model@revision"
     used: str
-    used_items: int
+    used_answers: int
     left_out: tuple[tuple[str, int], ...]  # (run, items)
 
     def note(self) -> str:
-        others = ", ".join(f"{r} ({n} items)" for r, n in self.left_out)
+        others = ", ".join(f"{r} ({n} answers)" for r, n in self.left_out)
         return (
-            f"model {self.model}: used run {self.used} ({self.used_items} items); "
+            f"model {self.model}: used run {self.used} ({self.used_answers} answers); "
             f"left out its other run(s) {others}"
         )
 
@@ -62,8 +62,8 @@ def one_run_per_model(results: Results) -> tuple[Results, list[Duplicate]]:
         tied = [r for r in ranked if int(sizes.get(r, 0)) == top]
         if len(tied) > 1:
             raise NabenchError(
-                f"runs {', '.join(tied)} are all of model {_label(identity)} and cover "
-                f"{top} items each: give only one of them to the report"
+                f"runs {', '.join(tied)} are all of model {_label(identity)} and hold "
+                f"{top} answers each: give only one of them to the report"
             )
         rest = tuple((r, int(sizes.get(r, 0))) for r in ranked[1:])
         duplicates.append(Duplicate(_label(identity), ranked[0], top, rest))

@@ -103,7 +103,10 @@ def test_eight_models_and_a_shorter_rerun_of_one_are_a_panel_of_eight(tmp_path: 
         main, ["report", str(root), "--out", str(tmp_path / "r"), "--no-plots"]
     )
     assert res.exit_code == 0, res.output
-    note = "model local m3: used run m3 (120 items); left out its other run(s) m3__local (40 items)"
+    note = (
+        "model local m3: used run m3 (120 answers); left out its other run(s) m3__local "
+        "(40 answers)"
+    )
     assert f"note: {note}" in res.output
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     assert note in data["notes"]
@@ -129,6 +132,7 @@ def test_two_runs_of_one_model_covering_equally_many_items_are_refused(tmp_path:
         write_report([root], tmp_path / "r", plots=False)
     msg = str(err.value)
     assert "\n" not in msg and "smol-a, smol-b" in msg and "SmolLM2" in msg
+    assert "30 answers each" in msg
     # another backend is another model: both stay
     _write(tmp_path / "two", "smol-a", "original", np.ones(30, bool), model="SmolLM2")
     _write(tmp_path / "two", "smol-vllm", "original", np.ones(30, bool), model="SmolLM2",

@@ -200,8 +200,8 @@ def test_two_runs_of_one_model_with_different_names(tmp_path: Path) -> None:
     rep = write_report([root, other], tmp_path / "r", plots=False)
     assert set(rep.results.runs) == {"res/smol-local", "smol-server"}
     assert rep.notes == [
-        "model local SmolLM2: used run res/smol-local (80 items); left out its other run(s) "
-        "other/smol-local (40 items)"
+        "model local SmolLM2: used run res/smol-local (80 answers); left out its other run(s) "
+        "other/smol-local (40 answers)"
     ]
     head = rep.tables["headline"]
     assert sorted(head["run"]) == ["res/smol-local", "smol-server"]
