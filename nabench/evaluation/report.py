@@ -12,13 +12,16 @@ Jinja template), :mod:`~.plots`. This module builds them and writes the files.
   models``), ``notes`` (one line per run or row set the tables leave out, and why);
 * ``headline``: one object per run × variant config: ``run``, ``model`` (model id),
   ``role`` (``model``/``baseline``), ``config``, ``n`` (paired rows), ``n_clusters``
-  (source items), ``acc_original``, ``acc_variant``, ``diff``, ``diff_ci`` [lo, hi],
+  (source items), ``acc_original``, ``acc_variant`` (accuracy: share correct, an invalid
+  answer wrong), ``invalid_share_original``, ``invalid_share_variant``, ``diff``,
+  ``diff_ci`` [lo, hi],
   ``rel_drop``, ``rel_drop_ci`` [lo, hi], ``mcnemar_p``, ``mcnemar_method``
   (``exact``/``chi2``), counts ``orig_only_correct`` (b), ``variant_only_correct`` (c),
   ``both_correct``, ``both_wrong``, ``invalid_original``, ``invalid_variant``;
 * ``headline_subjects`` / ``headline_categories``: the same plus ``subject`` /
   ``category``; ``worst_case``: the same with ``config: "worst_case"`` and ``variants``;
-* ``configs``: accuracy per run × config (with ``role``); ``panel``, ``kr20_category``,
+* ``configs``: accuracy per run × config (with ``role``), ``invalid_rate`` and ``score``
+  (mean item score with the invalid credit; never called accuracy); ``panel``, ``kr20_category``,
   ``correlations``: the panel tables (numbers null, ``note`` saying why, below 5 models);
 * with ``--protocol``: ``protocol`` (the preset) and ``paper_tables`` (name → rows; see
   :mod:`~nabench.evaluation.paper_report`).
