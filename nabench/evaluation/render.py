@@ -17,6 +17,7 @@ import pandas as pd
 
 from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
+from nabench.evaluation.paper_report import paper_anova
 
 if TYPE_CHECKING:
     from nabench.evaluation.report import Report
@@ -146,6 +147,7 @@ def _panel_context(report: Report) -> dict[str, Any]:
         else ""
     )
     ctx["anova"] = md_table(t["anova"]) if not t["anova"].empty else ""
+    ctx["anova_note"] = _anova_note(report)
     disc = t["discrimination"]
     ctx["discrimination"] = (
         ""
@@ -164,6 +166,18 @@ def _panel_context(report: Report) -> dict[str, Any]:
         )
     )
     return ctx
+
+
+def _anova_note(report: Report) -> str:
+    """Which ANOVA the report shows: a paper preset's own (its conditions and grouping)."""
+    p = report.protocol
+    if p is None or p.report is None or paper_anova(p) is None:
+        return ""
+    conditions = ", ".join(p.report.conditions or ["every evaluated config"])
+    return (
+        f"As the `{p.name}` protocol states: over its conditions ({conditions}) under the "
+        f"`{p.report.categories[0]}` category grouping."
+    )
 
 
 def _runs_table(report: Report) -> pd.DataFrame:

@@ -187,6 +187,8 @@ def test_na_paper_anova_is_the_papers_three_conditions_under_hendrycks(tmp_path:
     t1 = rep.tables["paper_table1_hendrycks"]
     assert set(t1["config"]) == {"original", "na_keyed", "na_distractor"}
     assert rep.protocol is not None and rep.protocol.sources["report.conditions"] == "paper text"
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "over its conditions (original, na_keyed, na_distractor) under the `hendrycks`" in md
 
 
 def test_na_paper_names_a_condition_that_was_not_evaluated(tmp_path: Path) -> None:
