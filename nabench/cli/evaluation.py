@@ -126,7 +126,7 @@ def eval_cmd(
         click.echo(
             f"{s['run']:<28} {s['config']:<40} n={s['n']:<6} acc={s['accuracy']:.3f} "
             f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] invalid={s['invalid_rate']:.3f} "
-            f"majority={s['majority_baseline']:.3f} calls={s['calls']} "
+            f"score={s['score']:.3f} majority={s['majority_baseline']:.3f} calls={s['calls']} "
             f"cache_hits={s['cache_hits']} retries={s['retries']}"
         )
     if results:
@@ -205,6 +205,8 @@ def report_cmd(
         protocol=preset,
         labels=labels,
     )
+    for note in report.notes:
+        click.echo(f"note: {note}")
     click.echo(
         f"{len(report.results.runs)} run(s), {len(report.results.configs)} config(s), "
         f"{len(report.panels)} panel(s), {len(report.plots)} plot(s) -> {out / 'report.md'}, "

@@ -132,18 +132,20 @@ def model_options(
 
 
 def run_options(
-    *, max_tokens: int, chunk_size: int | None = None, max_attempts: bool = True
+    *, max_tokens: int | None, chunk_size: int | None = None, max_attempts: bool = True
 ) -> Callable[[F], F]:
     """Decorator adding `--max-tokens`, `--max-attempts` (JSON retries, when the command
     asks for JSON), `--chunk-size` (when it caches in chunks) and `--quiet`; each command
-    picks the defaults that suit its prompts."""
+    picks the defaults that suit its prompts (``max_tokens=None``: the command's protocol
+    decides)."""
     flags = [
         click.option(
             "--max-tokens",
             type=click.IntRange(min=1),
             default=max_tokens,
-            show_default=True,
-            help="Generation budget per request.",
+            show_default=max_tokens is not None,
+            help="Generation budget per request."
+            + ("" if max_tokens is not None else " [the build's protocol's]"),
         )
     ]
     if max_attempts:

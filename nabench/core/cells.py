@@ -1,8 +1,8 @@
 """One cell formatter for every table nabench writes: `report.md`, `report.html` and the
 selfknow report and card. Floats to 3 decimals (a non-zero value below 0.001 in scientific
-notation, never a bare ``0.000``), p-values in significant digits (``2.4e-07``; ``0`` only
-when exact), a CI pair as ``[lo, hi]``, a missing value as ``missing``. Escaping belongs to
-the output format (Markdown pipes, HTML entities), not here.
+notation, never a bare ``0.000``), p-values in significant digits (``2.4e-07``; one that
+underflowed as ``< 1e-300``, never 0), a CI pair as ``[lo, hi]``, a missing value as
+``missing``. Escaping belongs to the output format (Markdown pipes, HTML entities).
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import math
 
 import numpy as np
 
-__all__ = ["fmt_cell", "fmt_p", "fmt_value", "is_p_column"]
+__all__ = ["P_FLOOR", "fmt_cell", "fmt_p", "fmt_value", "is_p_column"]
 
 MISSING = "n/a"
+P_FLOOR = 1e-300  # below this a double p-value has underflowed: print the bound, not 0
 
 
 def _missing(v: object) -> bool:
@@ -21,12 +22,13 @@ def _missing(v: object) -> bool:
 
 
 def fmt_p(v: object, missing: str = MISSING) -> str:
-    """A p-value: 3 significant digits, scientific below 0.001, ``0`` only when exact."""
+    """A p-value: 3 significant digits, scientific below 0.001; one that underflowed (0,
+    or a subnormal double) prints as ``< 1e-300``, never as 0."""
     if _missing(v):
         return missing
     f = float(v)  # type: ignore[arg-type]
-    if f == 0.0:
-        return "0 (exact)"
+    if f < P_FLOOR:
+        return f"< {P_FLOOR:.0e}"
     return f"{f:.2e}" if f < 1e-3 else f"{f:.3g}"
 
 

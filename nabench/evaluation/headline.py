@@ -2,16 +2,18 @@
 
 Rows of ``original`` and of a variant are paired by source item (``source_id``; the
 item id for NA builds): a variant row is compared with the original row of its item.
-Accuracy is the mean item score (invalid outputs score the run's invalid credit), the
-difference is ``acc_original − acc_variant`` and the relative drop is ``difference /
-acc_original``; 95 % CIs by paired percentile bootstrap (2,000 resamples, seed 0) over
-source items, so a config with several rows per item resamples whole items
+Accuracy is the share of correct answers (an invalid output is not correct; the invalid
+credit belongs to ``score``, never to accuracy), printed beside the share of invalid
+outputs (``invalid_share_original`` / ``invalid_share_variant``); the difference is
+``acc_original − acc_variant`` and the relative drop is ``difference / acc_original``;
+95 % CIs by paired percentile bootstrap (2,000 resamples, seed 0) over source items, so a
+config with several rows per item resamples whole items
 (``nabench.stats.paired.paired_drops``). McNemar's test (``nabench.stats.paired.mcnemar``)
-uses the 0/1 ``correct`` outcomes (an invalid answer is not correct). The same table per
-MMLU category and per subject (hundreds to thousands of rows on a full panel:
-normal-approximation CIs with cluster-robust standard errors, ``ci_method: normal``),
-and HELM's worst case: per item the lowest score over every variant the run answered it
-in, against ``original``.
+uses the same 0/1 ``correct`` outcomes, so its discordant pairs and the difference agree.
+The same table per MMLU category and per subject (hundreds to thousands of rows on a full
+panel: normal-approximation CIs with cluster-robust standard errors, ``ci_method:
+normal``), and HELM's worst case: per item the lowest outcome over every variant the run
+answered it in, against ``original``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ HEADLINE_COLUMNS = [
     "n_clusters",
     "acc_original",
     "acc_variant",
+    "invalid_share_original",
+    "invalid_share_variant",
     "diff",
     "diff_low",
     "diff_high",
@@ -124,8 +128,9 @@ def headline_by(
     n_groups = len(first)
     src, _ = pd.factorize(paired["source_id"])  # codes: a cluster is a source item
     clustered = len(np.unique(g * (int(src.max()) + 1) + src)) < len(g)  # several rows per item
-    args = (paired["score_o"].to_numpy(), paired["score_v"].to_numpy(), g,
-            src if clustered else None)  # fmt: skip
+    # strict accuracy: the 0/1 correct outcomes, as McNemar's counts below
+    args = (paired["correct_o"].to_numpy(np.float64), paired["correct_v"].to_numpy(np.float64),
+            g, src if clustered else None)  # fmt: skip
     stats = paired_drops(*args) if bootstrap else paired_drops_normal(*args)
     counts = _counts(paired, g, n_groups)
     table = paired.iloc[first][keys].reset_index(drop=True)
@@ -134,6 +139,9 @@ def headline_by(
     table.insert(2, "role", table["run"].map(results.roles()))
     for name, values in {**stats, **counts}.items():
         table[_RENAME.get(name, name)] = values
+    size = np.bincount(g, minlength=n_groups)
+    table["invalid_share_original"] = counts["invalid_original"] / size
+    table["invalid_share_variant"] = counts["invalid_variant"] / size
     _, p, exact = mcnemar_many(counts["orig_only_correct"], counts["variant_only_correct"])
     table["mcnemar_p"] = p
     table["mcnemar_method"] = np.where(exact, "exact", "chi2")
@@ -153,7 +161,8 @@ def headline_table(results: Results, variants: Sequence[str]) -> dict[str, pd.Da
 
 
 def worst_case_table(paired: pd.DataFrame, results: Results) -> pd.DataFrame:
-    """Per run: original vs the worst score over all its variants, per source item.
+    """Per run: original vs the worst outcome over all its variants, per source item
+    (correct only if correct in every variant).
 
     Only items the run answered in every one of its variants count.
     """

@@ -48,6 +48,16 @@ class EvalItems:
     row_item: NDArray[np.int64]
     row_option: NDArray[np.int64]
     source_ids: tuple[str, ...] = ()  # per item; empty means the item ids
+    # Per item: no question to ask (a `qi_step2` row kept without an inferred question, the
+    # `artifacts-paper` protocol): never sent to the model, scored as an invalid answer.
+    not_asked: NDArray[np.bool_] | None = None
+
+    @property
+    def asked_rows(self) -> NDArray[np.bool_]:
+        """Per prompt row: whether it is sent (its item has a question to ask)."""
+        if self.not_asked is None:
+            return np.ones(len(self.rows), dtype=bool)
+        return ~self.not_asked[self.row_item]
 
     @property
     def n_choices(self) -> NDArray[np.int64]:
@@ -71,6 +81,19 @@ def _source_ids(df: pd.DataFrame, ids: list[str]) -> tuple[str, ...]:
     if "item_id" in df.columns and df["item_id"].notna().all():
         return tuple(df["item_id"].astype(str))
     return tuple(ids)
+
+
+QI_STEP2 = "qi_step2"
+
+
+def _not_asked(df: pd.DataFrame) -> NDArray[np.bool_] | None:
+    """Step-2 rows without an inferred question (null ``inserted_question``)."""
+    if "inserted_question" not in df.columns or "prompt_type" not in df.columns:
+        return None
+    mask = (df["prompt_type"] == QI_STEP2).to_numpy(bool) & df[
+        "inserted_question"
+    ].isna().to_numpy()
+    return mask if mask.any() else None
 
 
 def _subjects(df: pd.DataFrame) -> tuple[str | None, ...]:
@@ -135,4 +158,5 @@ def build_items(config: str, df: pd.DataFrame, limit: int | None = None) -> Eval
         np.arange(n),
         np.full(n, -1, dtype=np.int64),
         _source_ids(df, ids),
+        _not_asked(df) if kind == "letter" else None,
     )

@@ -1,8 +1,8 @@
 """``report.md``: the report's tables as Markdown, laid out by ``templates/report.md.jinja``.
 
 Cells are formatted by :mod:`nabench.core.cells` (the one formatter of every table:
-floats to 3 decimals, missing as ``n/a``, p-values in significant digits); Markdown
-escapes the pipes.
+floats to 3 decimals, missing as ``n/a``, p-values in significant digits and one that
+underflowed as ``< 1e-300``); Markdown escapes the pipes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pandas as pd
 from nabench.core.cells import fmt_cell
 from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
+from nabench.evaluation.paper_report import paper_anova
 from nabench.evaluation.report_data import Report
 from nabench.evaluation.tables import RUN_COLUMNS_MD, runs_table, with_ci
 
@@ -29,6 +30,8 @@ HEADLINE_MD = [
     "n",
     "acc_original",
     "acc_variant",
+    "invalid_share_original",
+    "invalid_share_variant",
     "diff",
     "diff_ci",
     "rel_drop",
@@ -94,6 +97,7 @@ def _panel_context(report: Report) -> dict[str, Any]:
         else ""
     )
     ctx["anova"] = md_table(t["anova"]) if not t["anova"].empty else ""
+    ctx["anova_note"] = _anova_note(report)
     disc = t["discrimination"]
     ctx["discrimination"] = (
         ""
@@ -114,6 +118,18 @@ def _panel_context(report: Report) -> dict[str, Any]:
     return ctx
 
 
+def _anova_note(report: Report) -> str:
+    """Which ANOVA the report shows: a paper preset's own (its conditions and grouping)."""
+    p = report.protocol
+    if p is None or p.report is None or paper_anova(p) is None:
+        return ""
+    conditions = ", ".join(p.report.conditions or ["every evaluated config"])
+    return (
+        f"As the `{p.name}` protocol states: over its conditions ({conditions}) under the "
+        f"`{p.report.categories[0]}` category grouping."
+    )
+
+
 def render_markdown(report: Report, top_subjects: int = 10) -> str:
     """The report as Markdown, readable on its own."""
     t = report.tables
@@ -128,6 +144,7 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         "ci_high",
         "ci_method",
         "invalid_rate",
+        "score",
         "majority_baseline",
         "gain",
         "p_value",
@@ -135,6 +152,7 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
     ]
     ctx = {
         "runs": md_table(runs_table(report.results), RUN_COLUMNS_MD),
+        "notes": report.notes,
         "models": report.results.models,
         "baselines": report.results.baselines,
         "headline": md_table(with_ci(head), HEADLINE_MD) if not head.empty else "",

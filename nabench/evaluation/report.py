@@ -7,17 +7,21 @@ Jinja template), :mod:`~.plots`. This module builds them and writes the files.
 
 ``report.json`` (``REPORT_JSON_VERSION``; keys stay stable, new keys may be added):
 
-* ``version``, ``models`` (run names of models), ``baselines`` (reference strategies),
-  ``min_models``, ``panel_status`` (``ok`` or ``needs ≥ 5 models``);
+* ``version``, ``models`` (run names of models, one run per model), ``baselines``
+  (reference strategies), ``min_models``, ``panel_status`` (``ok`` or ``needs ≥ 5
+  models``), ``notes`` (one line per run or row set the tables leave out, and why);
 * ``headline``: one object per run × variant config: ``run``, ``model`` (model id),
   ``role`` (``model``/``baseline``), ``config``, ``n`` (paired rows), ``n_clusters``
-  (source items), ``acc_original``, ``acc_variant``, ``diff``, ``diff_ci`` [lo, hi],
+  (source items), ``acc_original``, ``acc_variant`` (accuracy: share correct, an invalid
+  answer wrong), ``invalid_share_original``, ``invalid_share_variant``, ``diff``,
+  ``diff_ci`` [lo, hi],
   ``rel_drop``, ``rel_drop_ci`` [lo, hi], ``mcnemar_p``, ``mcnemar_method``
   (``exact``/``chi2``), counts ``orig_only_correct`` (b), ``variant_only_correct`` (c),
   ``both_correct``, ``both_wrong``, ``invalid_original``, ``invalid_variant``;
 * ``headline_subjects`` / ``headline_categories``: the same plus ``subject`` /
   ``category``; ``worst_case``: the same with ``config: "worst_case"`` and ``variants``;
-* ``configs``: accuracy per run × config (with ``role``); ``panel``, ``kr20_category``,
+* ``configs``: accuracy per run × config (with ``role``), ``invalid_rate`` and ``score``
+  (mean item score with the invalid credit; never called accuracy); ``panel``, ``kr20_category``,
   ``correlations``: the panel tables (numbers null, ``note`` saying why, below 5 models);
 * with ``--protocol``: ``protocol`` (the preset) and ``paper_tables`` (name → rows; see
   :mod:`~nabench.evaluation.paper_report`).
@@ -37,6 +41,7 @@ import pandas as pd
 from nabench.core.atomic import atomic_file
 from nabench.evaluation.headline import headline_table
 from nabench.evaluation.html import write_html
+from nabench.evaluation.members import pairing_notes, panel_notes, report_members
 from nabench.evaluation.panel import (
     MIN_MODELS,
     NEEDS_MODELS,
@@ -48,7 +53,7 @@ from nabench.evaluation.panel import (
     make_panel,
     panel_table,
 )
-from nabench.evaluation.paper_report import paper_tables
+from nabench.evaluation.paper_report import condition_notes, paper_anova, paper_tables
 from nabench.evaluation.plots import write_plots
 from nabench.evaluation.render import render_markdown
 from nabench.evaluation.report_data import Report
@@ -76,10 +81,13 @@ def build_report(
     labels: pd.DataFrame | None = None,
 ) -> Report:
     """Compute every table (no files written); a protocol preset adds its paper's tables
-    (``labels``: NA-applicability labels, id → na_applicable, for the NA-filtered table)."""
+    (``labels``: NA-applicability labels, id → na_applicable, for the NA-filtered table).
+    One run per model (:mod:`~nabench.evaluation.members`); ``notes`` say what was left out."""
+    results, notes = report_members(results)
     configs = config_table(results)
     variants = results.mc_variants()
     panels = [p for c in results.configs if (p := make_panel(results, c, min_coverage))]
+    notes += pairing_notes(results, variants) + panel_notes(results, panels)
     kr_subj = kr20_subject_table(panels)
     tables = {
         "configs": configs,
@@ -101,7 +109,12 @@ def build_report(
         else paper_tables(tables, panels, compared, results, protocol, labels)
     )
     tables.update(paper)
-    return Report(results, tables, panels, min_coverage, protocol=protocol, paper=list(paper))
+    if (name := paper_anova(protocol)) is not None:
+        tables["anova"] = paper[name]  # the paper's conditions and grouping, not every config
+    notes += condition_notes(protocol, [c for c in compared if c in set(results.configs)])
+    return Report(
+        results, tables, panels, min_coverage, protocol=protocol, paper=list(paper), notes=notes
+    )
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -131,6 +144,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "baselines": res.baselines,
             "min_models": MIN_MODELS,
             "panel_status": "ok" if len(res.models) >= MIN_MODELS else NEEDS_MODELS,
+            "notes": report.notes,
             **{k: _records(t[k]) for k in keys},
             **(
                 {}

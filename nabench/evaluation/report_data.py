@@ -36,3 +36,4 @@ class Report:
     paper: list[str] = field(default_factory=list)  # names of the preset's paper tables
     # config -> the built dataset's item text (results.item_texts), for the item browser
     texts: dict[str, pd.DataFrame] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # runs / rows the tables leave out, and why

@@ -97,6 +97,24 @@ class Results:
     def baselines(self) -> list[str]:
         return [r for r, role in self.roles().items() if role == "baseline"]
 
+    def model_identity(self) -> dict[str, tuple[str, str, str]]:
+        """Model run → (backend, model id, weights revision): what makes it another model.
+        Settings (prompt, limit, decoding, …) do not: two runs of one model differ in them."""
+        s = self.summaries.drop_duplicates("run")
+        s = s[s["run"].isin(self.models)]
+        rev = s["model_revision"] if "model_revision" in s else pd.Series(None, index=s.index)
+        return {
+            str(r): (str(b), str(m), "" if v is None or pd.isna(v) else str(v))
+            for r, b, m, v in zip(s["run"], s["backend"], s["model"], rev, strict=True)
+        }
+
+    def subset(self, runs: Sequence[str]) -> Results:
+        """These runs only (in this order of appearance)."""
+        keep = set(runs)
+        s = self.summaries[self.summaries["run"].isin(keep)].reset_index(drop=True)
+        r = self.responses[self.responses["run"].isin(keep)].reset_index(drop=True)
+        return Results(s, r)
+
     def mc_variants(self) -> list[str]:
         """Configs compared with ``original``: multiple-choice (``mc``) configs but it."""
         s = self.summaries
@@ -155,6 +173,7 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
         "kind": summary.get("kind", "mc"),
         "invalid_credit": summary.get("invalid_credit"),
         **{k: summary.get(k) for k in RUN_SETTINGS},
+        "model_revision": summary.get("model_revision"),
     }
     return row, table
 
@@ -180,7 +199,11 @@ def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
         }
     )
     row = {k: ext.summary.get(k) for k in ("run", "model", "mode", "backend", "config")}
-    row.update(kind=ext.summary.get("kind", "mc"), invalid_credit=ext.summary.get("invalid_credit"))
+    row.update(
+        kind=ext.summary.get("kind", "mc"),
+        invalid_credit=ext.summary.get("invalid_credit"),
+        model_revision=ext.summary.get("model_revision"),
+    )
     row.update({k: ext.summary.get(k) for k in RUN_SETTINGS})
     return row, table
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from nabench.evaluation.results import NA_KEYED, ORIGINAL, RUN_SETTINGS, Results
 from nabench.evaluation.scoring import baseline_test
-from nabench.stats.inference import accuracy_ci
+from nabench.stats.inference import accuracy_ci, score_fields
 
 __all__ = [
     "CI_PAIRS",
@@ -51,23 +51,26 @@ def runs_table(results: Results) -> pd.DataFrame:
 
 
 def config_table(results: Results) -> pd.DataFrame:
-    """Accuracy, CIs, invalid rate, majority baseline and the test of the gain, per run × config."""
+    """Accuracy (share correct) with CIs, invalid rate, the score with the invalid credit,
+    majority baseline and the test of the accuracy's gain over it, per run × config."""
     roles = results.roles()
     out = []
     for (run, config), g in results.responses.groupby(["run", "config"], sort=False):
+        correct = g["correct"].to_numpy(np.float64)
+        ci = accuracy_ci(correct)
         scores = g["score"].to_numpy(np.float64)
-        ci = accuracy_ci(scores)
         binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
         base = float(g["gold"].value_counts(normalize=True).max())  # = majority_baseline
-        test = baseline_test(scores, base)
+        test = baseline_test(correct, base)
         out.append(
             {
                 "run": run,
                 "role": roles[str(run)],
                 "config": config,
                 "n": len(g),
-                **ci.fields(binary),
+                **ci.fields(True),
                 "invalid_rate": float(g["invalid"].mean()),
+                **score_fields(accuracy_ci(scores), binary),
                 "majority_baseline": base,
                 "gain": ci.accuracy - base,
                 "p_value": test.p_value,
@@ -78,10 +81,12 @@ def config_table(results: Results) -> pd.DataFrame:
 
 
 def subject_table(results: Results) -> pd.DataFrame:
-    """Accuracy per run × config × subject."""
+    """Accuracy (share correct) and invalid rate per run × config × subject."""
     r = results.responses.assign(subject=results.responses["subject"].fillna("(none)"))
-    g = r.groupby(["run", "config", "subject"], sort=True)["score"]
-    return g.agg(n="size", accuracy="mean").reset_index()
+    g = r.groupby(["run", "config", "subject"], sort=True)
+    return g.agg(
+        n=("correct", "size"), accuracy=("correct", "mean"), invalid_rate=("invalid", "mean")
+    ).reset_index()
 
 
 def phrasing_table(configs: pd.DataFrame) -> pd.DataFrame:

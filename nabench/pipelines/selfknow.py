@@ -291,14 +291,17 @@ def _write_reports(
 
 
 def apply_protocol(recipe: SelfKnowRecipe, protocol: Protocol) -> SelfKnowRecipe:
-    """The recipe with a protocol's selfknow settings (temperatures, refill) applied."""
+    """The recipe with a protocol's selfknow settings (temperatures, refill, tasks per
+    class) applied."""
     preset = protocol.selfknow
     if preset is None:
         return recipe
+    per_class = {} if preset.n_per_class is None else {"n_per_class": preset.n_per_class}
     generator = recipe.generator.model_copy(
         update={
             "temperature": preset.generation_temperature,
             "refill_rounds": preset.max_refill_rounds if preset.refill else 0,
+            **per_class,
         }
     )
     classifier = recipe.classifier.model_copy(

@@ -25,6 +25,7 @@ __all__ = [
     "bootstrap_mean_ci",
     "cohen_kappa",
     "pearson",
+    "score_fields",
     "spearman",
     "wilson_interval",
 ]
@@ -121,6 +122,18 @@ class AccuracyCI:
             "boot_low": self.boot_low,
             "boot_high": self.boot_high,
         }
+
+
+def score_fields(ci: AccuracyCI, binary: bool) -> dict[str, float | str]:
+    """The ``score`` columns (mean item score with the invalid credit) beside accuracy:
+    ``score``, ``score_ci_low``, ``score_ci_high``, ``score_ci_method``."""
+    f = ci.fields(binary)
+    return {
+        "score": f["accuracy"],
+        "score_ci_low": f["ci_low"],
+        "score_ci_high": f["ci_high"],
+        "score_ci_method": f["ci_method"],
+    }
 
 
 def accuracy_ci(

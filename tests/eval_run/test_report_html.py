@@ -205,6 +205,19 @@ def test_outcome_filter_matches_pandas(report_dir: Path, page: tuple[Any, list[s
     assert len(requests) == 1
 
 
+def test_tables_fit_their_column(report_dir: Path, page: tuple[Any, list[str]]) -> None:
+    """At a laptop's width every table fits the page's column: no box scrolls sideways
+    (the headline table overflowed it, its run names and headers on one line)."""
+    pg, _ = page
+    _open(pg, report_dir)
+    over = pg.evaluate(
+        """[...document.querySelectorAll('.scroll')].filter(e => e.scrollWidth > e.clientWidth)
+             .map(e => e.querySelector('table').id + ' ' + e.scrollWidth + '>' + e.clientWidth)"""
+    )
+    assert over == []
+    assert pg.locator("#headline th", has_text="invalid_share_variant").count() == 1
+
+
 def test_item_link_keyboard_narrow_dark(
     report_dir: Path, page: tuple[Any, list[str]], tmp_path: Path
 ) -> None:

@@ -32,6 +32,7 @@ HEADLINE_COLS = (
     "n",
     "acc_original",
     "acc_variant",
+    "invalid_share_variant",
     "diff",
     "diff_ci",
     "rel_drop",
