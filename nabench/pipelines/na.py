@@ -30,7 +30,7 @@ from nabench.pipelines.skeleton import (
 )
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
-from nabench.sources.sample import select_items
+from nabench.sources.sample import SAMPLE_DRAW, select_items
 from nabench.stage.cards import context as cc
 from nabench.stage.cards import finalize_parts, render_body
 from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
@@ -303,9 +303,18 @@ def _na_card_context(
         "letter_rows": letter_rows,
         "warnings": manifest.get("warnings") or [],
         "invariants": cc.INVARIANTS,
+        "draws": _draw_lines(builders, manifest),
         "limitations": _limitations(manifest),
         "variant_citations": cc.variant_citations([b.kind for b in builders]),
     }
+
+
+def _draw_lines(builders: Sequence[Builder], manifest: dict[str, Any]) -> list[str]:
+    """The card's per-item draws, stated from the `Draw`s the code makes (one per purpose)."""
+    draws = [SAMPLE_DRAW] if manifest.get("sample") else []
+    draws += [d for b in builders for d in b.draws]
+    unique = {d.purpose: d for d in draws}
+    return [d.card_line() for d in unique.values()]
 
 
 def _limitations(manifest: dict[str, Any]) -> list[str]:

@@ -1,0 +1,84 @@
+"""The card of the full MMLU build says what the build did: its statement of the per-item
+draws, evaluated as written, gives every drawn row of the build; no file of the build names a
+path of the building machine; the card says the items were not screened (`--labels none`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from nabench.perturb.foreign_key import _norm
+from nabench.pipelines.skeleton import BuildResult
+
+PARQUET = "test-00000-of-00001.parquet"
+
+
+def _stated(card: str, purpose: str, name: str) -> str:
+    """The Python text the card gives for `name = ...` of one draw purpose."""
+    line = next(x for x in card.splitlines() if x.strip().startswith(f"- `{purpose}`:"))
+    found = re.search(rf"`{name} = (.+?)`;", line)
+    assert found, line
+    return found.group(1)
+
+
+def _rows(build: BuildResult, config: str) -> list[dict]:
+    return pq.read_table(build.out / config / PARQUET).to_pylist()
+
+
+def test_card_states_the_na_distractor_draw(mmlu_build: BuildResult) -> None:
+    card = (mmlu_build.out / "README.md").read_text("utf-8")
+    seed = json.loads((mmlu_build.out / "build.json").read_text())["seed"]
+    text = _stated(card, "na_distractor", "H")
+    rows = _rows(mmlu_build, "na_distractor")
+    assert len(rows) > 10_000
+    for row in rows:
+        h = eval(text, {"hashlib": hashlib, "seed": seed, "item_id": row["id"]})
+        d = h % (len(row["original_choices"]) - 1)
+        d += d >= row["original_answer"]
+        assert row["replaced_index"] == d, row["id"]
+
+
+def test_card_states_the_foreign_key_draw(mmlu_build: BuildResult) -> None:
+    card = (mmlu_build.out / "README.md").read_text("utf-8")
+    seed = json.loads((mmlu_build.out / "build.json").read_text())["seed"]
+    text = _stated(card, "foreign_key", "rng")
+    pools: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for row in _rows(mmlu_build, "original"):
+        pools[row["subject"]].append((row["id"], row["choices"][row["answer"]]))
+    checked = 0
+    for row in _rows(mmlu_build, "foreign_key"):
+        pool = pools[row["subject"]]
+        rng = eval(text, {"random": random, "seed": seed, "item_id": row["id"]})
+        donor_id, donor = pool[rng.randrange(len(pool))]
+        own = {_norm(c) for c in row["original_choices"]}
+        if donor_id != row["id"] and _norm(donor) not in own:  # the first draw is usable
+            assert row["na_text"] == donor, row["id"]
+            checked += 1
+    assert checked > 10_000
+
+
+def test_no_path_of_the_building_machine_in_any_file(
+    mmlu_build: BuildResult, mmlu_dir: Path
+) -> None:
+    local = {str(mmlu_dir), str(mmlu_dir.resolve()), str(mmlu_build.out.parent.resolve())}
+    files = [p for p in mmlu_build.out.rglob("*") if p.is_file()]
+    assert any(p.name.endswith(".yaml") for p in files)  # the lm-eval tasks are scanned too
+    for path in files:
+        data = path.read_bytes()
+        for text in local:
+            assert text.encode() not in data, f"{path.relative_to(mmlu_build.out)} names {text}"
+    manifest = json.loads((mmlu_build.out / "build.json").read_text())
+    assert manifest["source"]["location"] == f"local:{mmlu_dir.resolve().name}"
+    assert manifest["source"]["splits"]["test"]["fingerprint"]  # what identifies the copy
+
+
+def test_card_says_the_items_were_not_screened(mmlu_build: BuildResult) -> None:
+    card = (mmlu_build.out / "README.md").read_text("utf-8")
+    assert "NA-applicability screen: **none**" in card
+    assert "were not screened for NA-applicability" in card
