@@ -293,7 +293,7 @@ def _na_card_context(
             {"config": c, "counts": [per.get(s, 0) for s in split_names]}
             for c, per in counts.items()
         ],
-        "fields": cc.field_rows(),
+        "fields": cc.field_rows(source.field_notes),
         "labeler_lines": cc.labeler_lines(manifest["labels"]),
         "exclusions_total": manifest["exclusions"]["total"],
         "exclusions": manifest["exclusions"]["by_reason"],

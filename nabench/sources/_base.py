@@ -208,6 +208,9 @@ class Source(ABC):
     pretty_name: ClassVar[str]
     citation: ClassVar[str]
     language: ClassVar[str] = "en"
+    # The card's field table says what the item fields hold for this source (the generic
+    # descriptions of `schemas.item` name every source at once).
+    field_notes: ClassVar[Mapping[str, str]] = {}
 
     def load(
         self,

@@ -25,6 +25,13 @@ class GPQA(Source):
     splits = ("train",)
     license = "cc-by-4.0"
     pretty_name = "GPQA"
+    field_notes = {
+        "id": "`gpqa/<config>/<Record ID>`: the source row's `Record ID`.",
+        "source": "Always `gpqa`.",
+        "subject": "The row's `Subdomain`.",
+        "question": "The row's `Question`.",
+        "choices": "The correct and 3 incorrect answers, shuffled per item (seeded).",
+    }
     citation = (
         "@inproceedings{rein2024gpqa,\n"
         "  title={GPQA: A Graduate-Level Google-Proof Q\\&A Benchmark},\n"

@@ -82,3 +82,27 @@ def test_card_says_the_items_were_not_screened(mmlu_build: BuildResult) -> None:
     card = (mmlu_build.out / "README.md").read_text("utf-8")
     assert "NA-applicability screen: **none**" in card
     assert "were not screened for NA-applicability" in card
+
+
+def _field_table(card: str) -> dict[str, str]:
+    rows = re.findall(r"^\| `(\w+)` \| [^|]+ \| (.+) \|$", card, re.MULTILINE)
+    return dict(rows)
+
+
+def test_field_table_describes_the_build_source(tmp_path: Path, arc_dir: Path) -> None:
+    from nabench.pipelines.na import build
+    from nabench.pipelines.registry import load_recipe
+    from nabench.pipelines.skeleton import BuildOptions
+
+    opts = BuildOptions(source=str(arc_dir), out=tmp_path / "arc", labels="none", limit=20)
+    card = (build(load_recipe("arc-na"), opts).out / "README.md").read_text("utf-8")
+    fields = _field_table(card)
+    assert fields["id"].startswith("`arc_challenge/<split>/")
+    assert "null" in fields["subject"] and "3-5 options" in fields["choices"]
+    assert "mmlu" not in card.split("## Structure")[1].split("## Construction")[0].lower()
+
+
+def test_field_table_of_mmlu_names_mmlu_ids(mmlu_build: BuildResult) -> None:
+    fields = _field_table((mmlu_build.out / "README.md").read_text("utf-8"))
+    assert fields["id"].startswith("`mmlu/<config>/<split>/<row>`")
+    assert "57" in fields["subject"]

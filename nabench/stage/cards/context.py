@@ -90,8 +90,9 @@ def variant_citations(kinds: Sequence[str]) -> list[dict[str, str]]:
     return list(out.values())
 
 
-def field_rows() -> list[dict[str, str]]:
-    """(field, type, description) of a perturbed row, from the pydantic contract."""
+def field_rows(notes: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """(field, type, description) of a perturbed row, from the pydantic contract; `notes`
+    (the source's `field_notes`) say what a field holds for this build's source."""
 
     rows = []
     for name, info in PerturbedItem.model_fields.items():
@@ -100,7 +101,8 @@ def field_rows() -> list[dict[str, str]]:
         type_name = getattr(annotation, "__name__", None) or text
         if "| None" in text:
             type_name = text.replace(" | None", "") + " (nullable)"
-        rows.append({"name": name, "type": type_name, "desc": info.description or ""})
+        desc = (notes or {}).get(name) or info.description or ""
+        rows.append({"name": name, "type": type_name, "desc": desc})
     return rows
 
 
