@@ -12,7 +12,7 @@ from nabench.cli.evaluation import eval_cmd, report_cmd
 from nabench.cli.export import export
 from nabench.cli.group import NabenchGroup
 from nabench.cli.llm import llm
-from nabench.cli.model_flags import ModelFlags, model_options, run_options
+from nabench.cli.model_flags import ModelFlags, model_options, protocol_option, run_options
 from nabench.cli.publish import check_push_target, publish, publish_build
 from nabench.cli.selfknow import selfknow
 from nabench.core.version import __version__
@@ -22,7 +22,6 @@ from nabench.pipelines.label import run_label_command
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
-from nabench.schemas.protocol import protocols
 from nabench.validate import validate_path
 from nabench.validate.contributions import parse_sources
 
@@ -57,10 +56,8 @@ def list_cmd() -> None:
     help="Use a seeded sample of N items per split, stratified by subject.",
 )
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Override the recipe seed.")
-@click.option(
-    "--protocol",
-    type=click.Choice(sorted(protocols())),
-    help="A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench].",
+@protocol_option(
+    "build", "A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench]."
 )
 @click.option(
     "--labels",

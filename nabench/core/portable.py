@@ -70,3 +70,14 @@ def portable_text(text: str, replaced: Mapping[str, str], root: Path | None = No
     for local in sorted(pairs, key=len, reverse=True):
         text = text.replace(local, pairs[local])
     return text
+
+
+def missing_local_path(value: str) -> bool:
+    """Whether `value` was meant as a local path that does not exist (so it must fail at once,
+    not as a Hub id after the client's retries): it looks like a path, cannot be a Hub id
+    (`ORG/NAME`, one slash), or starts with a folder that exists here (`build/nope`)."""
+    path = Path(value).expanduser()
+    if path.exists():
+        return False
+    first = value.split("/", 1)[0]
+    return is_local_path(value) or value.count("/") != 1 or bool(first and Path(first).is_dir())

@@ -27,8 +27,7 @@ def hash_text(purpose: str) -> str:
     """Python text of one `item_hashes(seed, [item_id], purpose)` value."""
     key = _KEY.format(purpose=purpose)
     return (
-        f"int.from_bytes(hashlib.blake2b({key}.encode(), digest_size={HASH_BYTES}).digest(), "
-        '"big")'
+        f'int.from_bytes(hashlib.blake2b({key}.encode(), digest_size={HASH_BYTES}).digest(), "big")'
     )
 
 
@@ -47,7 +46,7 @@ class Draw:
 
     def card_line(self) -> str:
         name = "H" if self.kind == "hash" else "rng"
-        return f"`{self.purpose}`: `{name} = {self.text}`; {self.use}"
+        return f"`{self.purpose}` draw: `{name} = {self.text}`; {self.use}"
 
 
 def item_rng(seed: int, item_id: str, purpose: str) -> random.Random:

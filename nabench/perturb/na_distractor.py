@@ -12,7 +12,6 @@ from nabench.core.rng import Draw, item_choice_index
 from nabench.perturb._base import InsertsText
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 
-
 PURPOSE = "na_distractor"
 DRAW = Draw(
     PURPOSE,

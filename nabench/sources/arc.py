@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
@@ -15,7 +17,7 @@ class ARCChallenge(Source):
     splits = ("train", "validation", "test")
     license = "cc-by-sa-4.0"
     pretty_name = "ARC-Challenge"
-    field_notes = {
+    field_notes: ClassVar[dict[str, str]] = {
         "id": "`arc_challenge/<split>/<ARC id>`: the source row's own `id`.",
         "source": "Always `arc_challenge`.",
         "subject": "Always null: ARC has no subjects.",

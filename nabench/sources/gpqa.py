@@ -3,6 +3,8 @@ per item with the recipe seed so every build orders them identically."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
@@ -25,7 +27,7 @@ class GPQA(Source):
     splits = ("train",)
     license = "cc-by-4.0"
     pretty_name = "GPQA"
-    field_notes = {
+    field_notes: ClassVar[dict[str, str]] = {
         "id": "`gpqa/<config>/<Record ID>`: the source row's `Record ID`.",
         "source": "Always `gpqa`.",
         "subject": "The row's `Subdomain`.",

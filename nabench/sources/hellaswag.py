@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
@@ -15,7 +17,7 @@ class HellaSwag(Source):
     splits = ("train", "validation", "test")
     license = "mit"
     pretty_name = "HellaSwag"
-    field_notes = {
+    field_notes: ClassVar[dict[str, str]] = {
         "id": "`hellaswag/<split>/<ind>`: the source row's `ind`, 5 digits.",
         "source": "Always `hellaswag`.",
         "subject": "The row's `activity_label`.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.sources._base import Source, check_answers, item_table, require_columns
@@ -14,7 +16,7 @@ class MMLU(Source):
     splits = ("test", "validation", "dev", "auxiliary_train")
     license = "mit"
     pretty_name = "MMLU"
-    field_notes = {
+    field_notes: ClassVar[dict[str, str]] = {
         "id": "`mmlu/<config>/<split>/<row>`: the row's 0-based position in its source split, "
         "5 digits (e.g. `mmlu/all/test/00123`).",
         "source": "Always `mmlu`.",

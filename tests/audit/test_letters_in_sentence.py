@@ -71,7 +71,12 @@ _LABEL = st.sampled_from(["A", "B", "C", "D", "(a)", "(b)", "(c)", "(d)"])
 _LEAD = st.sampled_from(["both ", "neither ", "either ", "Both ", "Neither "])
 _JOIN = {"both ": " and ", "neither ": " nor ", "either ": " or "}
 _TAIL = st.sampled_from(
-    ["; the rest follows.", ", because each suffices", " are correct; the others are not", ": see above"]
+    [
+        "; the rest follows.",
+        ", because each suffices",
+        " are correct; the others are not",
+        ": see above",
+    ]
 )
 
 

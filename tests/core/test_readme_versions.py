@@ -14,7 +14,9 @@ def test_readme_examples_use_the_shipped_mmlu_na_version() -> None:
     shipped = yaml.safe_load((REPO / "nabench/recipes/mmlu-na.yaml").read_text("utf-8"))
     version = str(shipped["version"])
     readme = (REPO / "README.md").read_text("utf-8")
-    recipe = re.search(r"name: mmlu-na\nversion: (\S+) +# semver; the release tag is v(\S+)", readme)
+    recipe = re.search(
+        r"name: mmlu-na\nversion: (\S+) +# semver; the release tag is v(\S+)", readme
+    )
     assert recipe and recipe.groups() == (version, version)
     loads = re.findall(r'load_dataset\("org/mmlu-na", [^)]*revision="v([^"]+)"\)', readme)
     assert loads and set(loads) == {version}

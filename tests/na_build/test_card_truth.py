@@ -12,16 +12,19 @@ from collections import defaultdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from nabench.perturb.foreign_key import _norm
-from nabench.pipelines.skeleton import BuildResult
+from nabench.pipelines.na import build
+from nabench.pipelines.registry import load_recipe, parse_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
 
 PARQUET = "test-00000-of-00001.parquet"
 
 
 def _stated(card: str, purpose: str, name: str) -> str:
     """The Python text the card gives for `name = ...` of one draw purpose."""
-    line = next(x for x in card.splitlines() if x.strip().startswith(f"- `{purpose}`:"))
+    line = next(x for x in card.splitlines() if x.strip().startswith(f"- `{purpose}` draw:"))
     found = re.search(rf"`{name} = (.+?)`;", line)
     assert found, line
     return found.group(1)
@@ -44,15 +47,30 @@ def test_card_states_the_na_distractor_draw(mmlu_build: BuildResult) -> None:
         assert row["replaced_index"] == d, row["id"]
 
 
-def test_card_states_the_foreign_key_draw(mmlu_build: BuildResult) -> None:
-    card = (mmlu_build.out / "README.md").read_text("utf-8")
-    seed = json.loads((mmlu_build.out / "build.json").read_text())["seed"]
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> BuildResult:
+    """mmlu-na with the foreign-key ablation, on a 600-item `--sample`: two more draws."""
+    data = load_recipe("mmlu-na").model_dump()
+    data["variants"] = [{"kind": "original"}, {"kind": "foreign_key"}]
+    out = tmp_path_factory.mktemp("drawn") / "mmlu-fk"
+    opts = BuildOptions(source=str(mmlu_dir), out=out, labels="none", sample=600, progress=False)
+    return build(parse_recipe(data, "test"), opts)
+
+
+def _card_and_seed(result: BuildResult) -> tuple[str, int]:
+    seed = json.loads((result.out / "build.json").read_text())["seed"]
+    return (result.out / "README.md").read_text("utf-8"), int(seed)
+
+
+def test_card_states_the_foreign_key_draw(sampled: BuildResult, mmlu_build: BuildResult) -> None:
+    card, seed = _card_and_seed(sampled)
     text = _stated(card, "foreign_key", "rng")
+    # the donor pool: the audited whole split (not the sample), gold texts by subject
     pools: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for row in _rows(mmlu_build, "original"):
+    for row in _rows(mmlu_build, "original"):  # the full build's items: the audited split
         pools[row["subject"]].append((row["id"], row["choices"][row["answer"]]))
     checked = 0
-    for row in _rows(mmlu_build, "foreign_key"):
+    for row in _rows(sampled, "foreign_key"):
         pool = pools[row["subject"]]
         rng = eval(text, {"random": random, "seed": seed, "item_id": row["id"]})
         donor_id, donor = pool[rng.randrange(len(pool))]
@@ -60,7 +78,23 @@ def test_card_states_the_foreign_key_draw(mmlu_build: BuildResult) -> None:
         if donor_id != row["id"] and _norm(donor) not in own:  # the first draw is usable
             assert row["na_text"] == donor, row["id"]
             checked += 1
-    assert checked > 10_000
+    assert checked > 400
+
+
+def test_card_states_the_sample_draw(sampled: BuildResult, mmlu_dir: Path) -> None:
+    card, seed = _card_and_seed(sampled)
+    text = _stated(card, "sample", "H")
+    source = pq.read_table(mmlu_dir / "all" / PARQUET, columns=["subject"]).column(0)
+    by_subject: dict[str, list[str]] = defaultdict(list)
+    for i, subject in enumerate(source.to_pylist()):
+        by_subject[subject].append(f"mmlu/all/test/{i:05d}")
+    used = {r["id"] for c in ("original", "excluded") for r in _rows(sampled, c)}
+    assert len(used) == 600
+    for ids in by_subject.values():
+        quota = len(used.intersection(ids))
+        stated = {i: eval(text, {"hashlib": hashlib, "seed": seed, "item_id": i}) for i in ids}
+        ranked = sorted(ids, key=lambda i: (stated[i], i))
+        assert set(ranked[:quota]) == used.intersection(ids)
 
 
 def test_no_path_of_the_building_machine_in_any_file(
@@ -90,10 +124,6 @@ def _field_table(card: str) -> dict[str, str]:
 
 
 def test_field_table_describes_the_build_source(tmp_path: Path, arc_dir: Path) -> None:
-    from nabench.pipelines.na import build
-    from nabench.pipelines.registry import load_recipe
-    from nabench.pipelines.skeleton import BuildOptions
-
     opts = BuildOptions(source=str(arc_dir), out=tmp_path / "arc", labels="none", limit=20)
     card = (build(load_recipe("arc-na"), opts).out / "README.md").read_text("utf-8")
     fields = _field_table(card)

@@ -36,7 +36,10 @@ def test_card_with_labels(tmp_path: Path, mmlu_dir: Path) -> None:
     card = (out / "README.md").read_text()
     assert "Labeler model(s): `SmolLM2-135M-Instruct`." in card
     assert "Guideline version(s): `na-1.2`." in card
-    assert "NA-applicability screen: **done** (file from the labels file `local:labels.parquet`)" in card
+    assert (
+        "NA-applicability screen: **done** (file from the labels file `local:labels.parquet`)"
+        in card
+    )
     # the labels file's local path is published nowhere (card, build.json, lm-eval tasks)
     for path in out.rglob("*"):
         if path.is_file() and path.suffix != ".parquet":

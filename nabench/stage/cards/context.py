@@ -184,11 +184,7 @@ def labeler_lines(labels: Mapping[str, Any]) -> list[str]:
         f"Labeler model(s): {by}.",
         "Guideline version(s): " + (", ".join(f"`{v}`" for v in versions) or "unknown") + ".",
     ]
-    extra = {
-        k: v
-        for k, v in labels.items()
-        if k not in _PROVENANCE_KEYS
-    }
+    extra = {k: v for k, v in labels.items() if k not in _PROVENANCE_KEYS}
     if extra:
         lines.append("Labeler settings: " + ", ".join(f"{k}={v}" for k, v in sorted(extra.items())))
     return lines
