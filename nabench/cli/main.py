@@ -42,7 +42,8 @@ def list_cmd() -> None:
 @click.option(
     "--sample",
     type=click.IntRange(min=1),
-    help="Use a seeded sample of N items per split, stratified by subject.",
+    help="Use a seeded sample of N items per split that pass the eligibility audit, "
+    "stratified by subject.",
 )
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Override the recipe seed.")
 @protocol_option(

@@ -20,8 +20,8 @@ SAMPLE_PURPOSE = "sample"
 SAMPLE_DRAW = Draw(
     SAMPLE_PURPOSE,
     "hash",
-    "`--sample` takes, within each subject, its quota of the items with the smallest `H` "
-    "(ties by id)",
+    "`--sample` takes, within each subject, its quota of the items that passed the audit "
+    "with the smallest `H` (ties by id)",
 )
 
 

@@ -81,15 +81,15 @@ def test_card_states_the_foreign_key_draw(sampled: BuildResult, mmlu_build: Buil
     assert checked > 400
 
 
-def test_card_states_the_sample_draw(sampled: BuildResult, mmlu_dir: Path) -> None:
+def test_card_states_the_sample_draw(sampled: BuildResult, mmlu_build: BuildResult) -> None:
     card, seed = _card_and_seed(sampled)
     text = _stated(card, "sample", "H")
-    source = pq.read_table(mmlu_dir / "all" / PARQUET, columns=["subject"]).column(0)
     by_subject: dict[str, list[str]] = defaultdict(list)
-    for i, subject in enumerate(source.to_pylist()):
-        by_subject[subject].append(f"mmlu/all/test/{i:05d}")
-    used = {r["id"] for c in ("original", "excluded") for r in _rows(sampled, c)}
-    assert len(used) == 600
+    for row in _rows(mmlu_build, "original"):  # the items that passed the audit
+        by_subject[row["subject"]].append(row["id"])
+    used = {r["id"] for r in _rows(sampled, "original")}
+    assert len(used) == 600  # --sample N gives N usable items
+    assert _rows(sampled, "excluded") == []
     for ids in by_subject.values():
         quota = len(used.intersection(ids))
         stated = {i: eval(text, {"hashlib": hashlib, "seed": seed, "item_id": i}) for i in ids}
