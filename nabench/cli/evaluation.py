@@ -50,6 +50,12 @@ __all__ = ["eval_cmd", "report_cmd"]
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N items.")
 @click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Evaluate a seeded sample of N items, stratified by subject as `build --sample` "
+    "draws (the same items in every config).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=Path("results"),
@@ -92,6 +98,7 @@ def eval_cmd(
     mode: str | None,
     prompt_format: str,
     limit: int | None,
+    sample: int | None,
     out: Path,
     run_name: str | None,
     invalid_credit: float,
@@ -116,6 +123,7 @@ def eval_cmd(
             split=split,
             revision=revision,
             limit=limit,
+            sample=sample,
             out=out,
             run_name=run_name,
             invalid_credit=invalid_credit,

@@ -22,7 +22,7 @@ import pandas as pd
 
 from nabench.core.errors import NabenchError
 from nabench.core.portable import missing_local_path
-from nabench.evaluation.items import EvalItems, build_items
+from nabench.evaluation.items import EvalItems, build_items, sample_rows
 from nabench.evaluation.outputs import score_outputs, summarise, write_config_results
 from nabench.evaluation.producers import (
     ModelProducer,
@@ -120,6 +120,7 @@ class EvalOptions:
     split: str | None = None
     revision: str | None = None
     limit: int | None = None
+    sample: int | None = None  # stratified items (`sample_rows`); excludes `limit`
     out: Path = Path("results")
     run_name: str | None = None
     invalid_credit: float = DEFAULT_INVALID_CREDIT
@@ -270,6 +271,7 @@ def run_settings(
         "revision": options.revision,
         "split": options.split,
         "limit": options.limit,
+        **({"sample": options.sample} if options.sample is not None else {}),
         "max_tokens": options.max_tokens if options.mode == "generate" else 1,
         "logprobs_k": options.logprobs_k if options.mode == "loglik" else None,
         "invalid_credit": float(options.invalid_credit),
@@ -281,6 +283,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
     """Evaluate every selected config; returns one result per config."""
     if not 0.0 <= options.invalid_credit <= 1.0:
         raise NabenchError("--invalid-credit must be in [0, 1]")
+    if options.limit is not None and options.sample is not None:
+        raise NabenchError("--limit and --sample exclude each other: use one of them")
     if options.prompt_format == "lm-eval" and options.mode != "loglik":
         raise NabenchError("--prompt-format lm-eval is scored by log-probabilities: --mode loglik")
     protocol = eval_protocol(options)
@@ -295,6 +299,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         write_settings(run_dir, settings)
         keys = ("dataset", "revision", "split", "limit", "endpoint", "prompt_format")
         meta = {k: settings[k] for k in keys}
+        if options.sample is not None:
+            meta["sample"] = options.sample
         meta.update(max_tokens=settings["max_tokens"], logprobs_k=settings["logprobs_k"])
         if protocol is not None:
             meta["protocol"] = protocol.name
@@ -302,6 +308,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         results = []
         for config in configs:
             df = load_rows(options.dataset, config, options.split, options.revision)
+            if options.sample is not None:
+                df = sample_rows(df, options.sample)
             items = build_items(config, df, options.limit)
             results.append(
                 evaluate_config(items, producer, run_dir, options.invalid_credit, meta, scoring)
