@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
-from nabench.cli.model_flags import BACKENDS, ModelFlags, model_options, run_options
+from nabench.cli.model_flags import (
+    BACKENDS,
+    ModelFlags,
+    model_options,
+    protocol_option,
+    run_options,
+)
 from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS, PROMPT_FORMATS
 from nabench.evaluation.report import write_report
@@ -44,6 +50,12 @@ __all__ = ["eval_cmd", "report_cmd"]
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N items.")
 @click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Evaluate a seeded sample of N items, stratified by subject as `build --sample` "
+    "draws (the same items in every config).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=Path("results"),
@@ -70,12 +82,11 @@ __all__ = ["eval_cmd", "report_cmd"]
     show_default=True,
     help="Top-k log-probs requested (loglik mode).",
 )
-@click.option(
-    "--protocol",
-    help="A paper's protocol preset (na-paper, artifacts-paper, nabench): its prompt, decoding, "
-    "answer rule, invalid-answer score and confidence replace the defaults; recorded in "
-    "run.json and every summary. Not combinable with --max-tokens, --invalid-credit, "
-    "--mode or --prompt-format.",
+@protocol_option(
+    "eval",
+    "A paper's protocol preset: its prompt, decoding, answer rule, invalid-answer score and "
+    "confidence replace the defaults; recorded in run.json and every summary. Not combinable "
+    "with --max-tokens, --invalid-credit, --mode or --prompt-format.",
 )
 @run_options(max_tokens=DEFAULT_MAX_TOKENS, chunk_size=32, max_attempts=False)
 def eval_cmd(
@@ -87,6 +98,7 @@ def eval_cmd(
     mode: str | None,
     prompt_format: str,
     limit: int | None,
+    sample: int | None,
     out: Path,
     run_name: str | None,
     invalid_credit: float,
@@ -110,6 +122,7 @@ def eval_cmd(
             split=split,
             revision=revision,
             limit=limit,
+            sample=sample,
             out=out,
             run_name=run_name,
             invalid_credit=invalid_credit,
@@ -157,9 +170,9 @@ def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
     help="Runs in a config's panel must cover this share of the largest run's items.",
 )
 @click.option("--no-plots", is_flag=True, help="Tables and Markdown only.")
-@click.option(
-    "--protocol",
-    help="A paper's preset (na-paper): adds that paper's tables (its `report` section), "
+@protocol_option(
+    "report",
+    "A paper's preset (na-paper): adds that paper's tables (its `report` section), "
     "recorded in report.json.",
 )
 @click.option(
@@ -179,13 +192,7 @@ def report_cmd(
 ) -> None:
     """Report over eval RESULTS folders: accuracy tables, panel reliability, plots."""
 
-    preset = None
-    if protocol is not None:
-        preset = get_protocol(protocol)
-        if "report" not in preset.applies_to:
-            raise NabenchError(
-                f"protocol {preset.name!r} applies to {', '.join(preset.applies_to)}, not report"
-            )
+    preset = None if protocol is None else get_protocol(protocol)  # checked by ProtocolChoice
     wants_labels = (
         preset is not None
         and preset.report is not None

@@ -10,31 +10,19 @@ import click
 from nabench.cli.artifacts import artifacts
 from nabench.cli.evaluation import eval_cmd, report_cmd
 from nabench.cli.export import export
-from nabench.cli.group import NabenchGroup
 from nabench.cli.llm import llm
-from nabench.cli.model_flags import ModelFlags, model_options, run_options
+from nabench.cli.model_flags import ModelFlags, model_options, protocol_option, run_options
 from nabench.cli.publish import check_push_target, publish, publish_build
+from nabench.cli.root import main
 from nabench.cli.selfknow import selfknow
-from nabench.core.version import __version__
 from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
 from nabench.pipelines.label import run_label_command
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
-from nabench.schemas.protocol import protocols
 from nabench.validate import validate_path
 from nabench.validate.contributions import parse_sources
-
-
-@click.group(cls=NabenchGroup)
-@click.version_option(__version__, prog_name="nabench")
-@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
-@click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
-    """Build, validate, label, evaluate and publish perturbed multiple-choice benchmarks."""
-    ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
 
 
 @main.command("list")
@@ -54,13 +42,12 @@ def list_cmd() -> None:
 @click.option(
     "--sample",
     type=click.IntRange(min=1),
-    help="Use a seeded sample of N items per split, stratified by subject.",
+    help="Use a seeded sample of N items per split that pass the eligibility audit, "
+    "stratified by subject.",
 )
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Override the recipe seed.")
-@click.option(
-    "--protocol",
-    type=click.Choice(sorted(protocols())),
-    help="A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench].",
+@protocol_option(
+    "build", "A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench]."
 )
 @click.option(
     "--labels",

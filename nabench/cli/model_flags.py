@@ -179,3 +179,38 @@ def _stack(flags: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
         return func
 
     return decorate
+
+
+class ProtocolChoice(click.ParamType):
+    """`--protocol NAME`: a preset of `protocols.yaml` that applies to `stage` (build, eval,
+    report); every command validates it here, the same way. The registry is read on first
+    use, not when the CLI is imported (`nabench --help` stays fast)."""
+
+    name = "protocol"
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+
+    def _names(self) -> list[str]:
+        from nabench.schemas.protocol import protocols
+
+        return sorted(n for n, p in protocols().items() if self.stage in p.applies_to)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self._names()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from nabench.schemas.protocol import protocols
+
+        registry = protocols()
+        if value not in registry:
+            self.fail(f"unknown protocol {value!r} (known: {', '.join(sorted(registry))})")
+        applies = registry[value].applies_to
+        if self.stage not in applies:
+            self.fail(f"protocol {value!r} applies to {', '.join(applies)}, not {self.stage}")
+        return str(value)
+
+
+def protocol_option(stage: str, help_text: str) -> Callable[[F], F]:
+    """The `--protocol` option of `build`, `eval` and `report` (see `ProtocolChoice`)."""
+    return click.option("--protocol", type=ProtocolChoice(stage), help=help_text)

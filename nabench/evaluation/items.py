@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import LETTERS
 from nabench.evaluation.strategies import ItemBatch
+from nabench.sources.sample import stratified_sample
 
 __all__ = ["EvalItems", "RowKind", "build_items"]
 
@@ -100,6 +101,21 @@ def _subjects(df: pd.DataFrame) -> tuple[str | None, ...]:
     if "subject" not in df.columns:
         return (None,) * len(df)
     return tuple(None if pd.isna(s) else str(s) for s in df["subject"])
+
+
+EVAL_SAMPLE_SEED = 0  # `eval --sample`: the draw is build's (seed, "sample", id), seed 0
+
+
+def sample_rows(df: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The rows of `n` items drawn as `build --sample` draws them (stratified by subject, the
+    smallest per-item hash first), in row order. The draw depends on the ids alone, so every
+    config of a build samples the same source items and stays paired with `original`."""
+    key = "item_id" if "item_id" in df.columns else "id"
+    first = df.drop_duplicates(key)
+    ids = first[key].astype(str).tolist()
+    positions = stratified_sample(ids, list(_subjects(first)), n, EVAL_SAMPLE_SEED)
+    chosen = {ids[i] for i in positions}
+    return df[df[key].astype(str).isin(chosen)]
 
 
 def build_items(config: str, df: pd.DataFrame, limit: int | None = None) -> EvalItems:

@@ -21,7 +21,8 @@ from typing import Any
 import pandas as pd
 
 from nabench.core.errors import NabenchError
-from nabench.evaluation.items import EvalItems, build_items
+from nabench.core.portable import missing_local_path
+from nabench.evaluation.items import EvalItems, build_items, sample_rows
 from nabench.evaluation.outputs import score_outputs, summarise, write_config_results
 from nabench.evaluation.producers import (
     ModelProducer,
@@ -120,6 +121,7 @@ class EvalOptions:
     split: str | None = None
     revision: str | None = None
     limit: int | None = None
+    sample: int | None = None  # stratified items (`sample_rows`); excludes `limit`
     out: Path = Path("results")
     run_name: str | None = None
     invalid_credit: float = DEFAULT_INVALID_CREDIT
@@ -164,6 +166,8 @@ def protocol_options(options: EvalOptions, protocol: Protocol | None) -> EvalOpt
 
 def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -> list[str]:
     """The configs to evaluate: ``requested``, or every evaluable config of the dataset."""
+    if missing_local_path(dataset):
+        raise NabenchError(f"{dataset}: no such build folder (and not a Hub dataset id ORG/NAME)")
     import datasets  # heavy: only when a dataset is read
 
     refused = [c for c in requested if c in REFUSED_CONFIGS]
@@ -262,6 +266,7 @@ def run_settings(
         "revision": options.revision,
         "split": options.split,
         "limit": options.limit,
+        **({"sample": options.sample} if options.sample is not None else {}),
         "max_tokens": options.max_tokens if options.mode == "generate" else 1,
         "logprobs_k": options.logprobs_k if options.mode == "loglik" else None,
         "invalid_credit": float(options.invalid_credit),
@@ -273,6 +278,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
     """Evaluate every selected config; returns one result per config."""
     if not 0.0 <= options.invalid_credit <= 1.0:
         raise NabenchError("--invalid-credit must be in [0, 1]")
+    if options.limit is not None and options.sample is not None:
+        raise NabenchError("--limit and --sample exclude each other: use one of them")
     if options.prompt_format == "lm-eval" and options.mode != "loglik":
         raise NabenchError("--prompt-format lm-eval is scored by log-probabilities: --mode loglik")
     protocol = eval_protocol(options)
@@ -288,6 +295,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         write_settings(run_dir, settings, engine)
         keys = ("dataset", "revision", "split", "limit", "endpoint", "prompt_format")
         meta = {k: settings[k] for k in keys}
+        if options.sample is not None:
+            meta["sample"] = options.sample
         meta.update(max_tokens=settings["max_tokens"], logprobs_k=settings["logprobs_k"])
         if protocol is not None:
             meta["protocol"] = protocol.name
@@ -295,6 +304,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         results = []
         for config in configs:
             df = load_rows(options.dataset, config, options.split, options.revision)
+            if options.sample is not None:
+                df = sample_rows(df, options.sample)
             items = build_items(config, df, options.limit)
             results.append(
                 evaluate_config(items, producer, run_dir, options.invalid_credit, meta, scoring)

@@ -17,6 +17,7 @@ from nabench.perturb.artifacts import PROMPT_TYPES, Items, TextMode, plan_fewsho
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
+    audited_selection,
     build_protocol,
     check_strict,
     item_card_parts,
@@ -28,7 +29,6 @@ from nabench.pipelines.skeleton import (
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
-from nabench.sources.sample import select_items
 from nabench.stage.cards import render_card
 from nabench.stage.hub_layout import StagedTable, source_section, stage
 from nabench.validate.artifacts import check_artifacts
@@ -101,9 +101,10 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     groups: dict[str, int] = {}
     for split in splits:
         ls = loaded[split]
-        items = select_items(ls.items, limit=options.limit, sample=options.sample, seed=seed)
+        items, audit, _ = audited_selection(
+            ls.items, audit_for_artifacts, limit=options.limit, sample=options.sample, seed=seed
+        )
         sources_meta[split] = split_record(ls, items)
-        audit = audit_for_artifacts(items)
         check_strict(audit.excluded, options.strict)
         excluded_tables.append(audit.excluded)
         test_items = Items.from_table(audit.eligible, text)

@@ -20,6 +20,7 @@ from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
     PhaseClock,
+    audited_selection,
     build_protocol,
     check_strict,
     item_card_parts,
@@ -30,7 +31,7 @@ from nabench.pipelines.skeleton import (
 )
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
-from nabench.sources.sample import select_items
+from nabench.sources.sample import SAMPLE_DRAW
 from nabench.stage.cards import context as cc
 from nabench.stage.cards import finalize_parts, render_body
 from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
@@ -98,13 +99,12 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             bar.set_postfix_str(f"load {split}")
             with clock("load"):
                 loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
-            items = select_items(
-                loaded.items, limit=options.limit, sample=options.sample, seed=seed
-            )
-            sources_meta[split] = split_record(loaded, items)
             bar.update()
             with clock("audit"):
-                audit, donors = _audit_split(recipe, loaded.items, items, na_texts, all_texts)
+                items, audit, donors = _audit_split(
+                    recipe, loaded.items, options, seed, (na_texts, all_texts)
+                )
+            sources_meta[split] = split_record(loaded, items)
             check_strict(audit.excluded, options.strict)
             with clock("label"):
                 eligible, label_cols, label_excluded, published = label_split(
@@ -180,22 +180,23 @@ def builder_kind(spec: Any) -> str:
 def _audit_split(
     recipe: Recipe,
     loaded: pa.Table,
-    items: pa.Table,
-    na_texts: Sequence[str],
-    all_texts: Sequence[str],
-) -> tuple[Audit, pa.Table]:
-    """The audit of the items used, and the donor pool (the audited *whole* split, so a
-    `--limit`/`--sample` build borrows exactly what the full build borrows)."""
+    options: BuildOptions,
+    seed: int,
+    inserted: tuple[Sequence[str], Sequence[str]],
+) -> tuple[pa.Table, Audit, pa.Table]:
+    """The items used (`--limit` / `--sample`, see `audited_selection`), their audit, and the
+    donor pool (the audited *whole* split)."""
     unknown = sorted(set(recipe.exclude_subjects) - set(loaded.column("subject").to_pylist()))
     if unknown:
         raise NabenchError(f"recipe {recipe.name}: exclude_subjects {unknown} not in the source")
 
     def run(table: pa.Table) -> Audit:
-        return audit_items(table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects)
+        return audit_items(table, *inserted, exclude_subjects=recipe.exclude_subjects)
 
-    audit = run(items)
-    donors = audit.eligible if items.num_rows == loaded.num_rows else run(loaded).eligible
-    return audit, donors
+    items, audit, whole = audited_selection(
+        loaded, run, limit=options.limit, sample=options.sample, seed=seed
+    )
+    return items, audit, whole.eligible
 
 
 def validate_staged(
@@ -293,7 +294,7 @@ def _na_card_context(
             {"config": c, "counts": [per.get(s, 0) for s in split_names]}
             for c, per in counts.items()
         ],
-        "fields": cc.field_rows(),
+        "fields": cc.field_rows(source.field_notes),
         "labeler_lines": cc.labeler_lines(manifest["labels"]),
         "exclusions_total": manifest["exclusions"]["total"],
         "exclusions": manifest["exclusions"]["by_reason"],
@@ -303,9 +304,18 @@ def _na_card_context(
         "letter_rows": letter_rows,
         "warnings": manifest.get("warnings") or [],
         "invariants": cc.INVARIANTS,
+        "draws": _draw_lines(builders, manifest),
         "limitations": _limitations(manifest),
         "variant_citations": cc.variant_citations([b.kind for b in builders]),
     }
+
+
+def _draw_lines(builders: Sequence[Builder], manifest: dict[str, Any]) -> list[str]:
+    """The card's per-item draws, stated from the `Draw`s the code makes (one per purpose)."""
+    draws = [SAMPLE_DRAW] if manifest.get("sample") else []
+    draws += [d for b in builders for d in b.draws]
+    unique = {d.purpose: d for d in draws}
+    return [d.card_line() for d in unique.values()]
 
 
 def _limitations(manifest: dict[str, Any]) -> list[str]:
@@ -329,7 +339,8 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         )
     if manifest.get("sample"):
         limitations.append(
-            f"Built from a seeded sample of {manifest['sample']} items per split, stratified "
-            "by subject (--sample)."
+            f"Built from a seeded sample of {manifest['sample']} of the items per split that "
+            "passed the eligibility audit, stratified by subject (--sample); the exclusions "
+            "above are the sample's own (none from the audit)."
         )
     return limitations

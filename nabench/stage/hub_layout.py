@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
+from nabench.core.portable import portable_text, portable_tree
 from nabench.core.redact import redact, scrub
 from nabench.core.version import __version__
 from nabench.schemas.tables import features_for
@@ -192,12 +193,15 @@ class StagingArea:
         # Credentials (key-like options, `user:key@` URLs) never reach a written file: masked
         # in the manifest, and any value masked there is scrubbed from the card too.
         clean = redact(dict(manifest))
-        spec = lm_eval_spec(self.tables, clean.value)
+        # Nor does a path of this machine: relative to the build, or `local:<name>`.
+        local = portable_tree(clean.value, self.out)
+        spec = lm_eval_spec(self.tables, local.value)
         readme_text = render_readme(configs, infos)  # while the writers finish
         if spec is not None:
             readme_text += lm_eval_card_section(spec)
-        readme = unsealed(scrub(readme_text, clean.secrets))
-        extra = {} if spec is None else lm_eval_files(spec, LocalData(self.out))
+        readme_text = portable_text(scrub(readme_text, clean.secrets), local.replaced, self.out)
+        readme = unsealed(readme_text)
+        extra = {} if spec is None else lm_eval_files(spec, LocalData(self.out, relative=True))
         hashes = dict(future.result() for future in self._writes)
         hashes.update(self._folder_hashes())
         for rel, data in extra.items():
@@ -205,7 +209,7 @@ class StagingArea:
             (self.root / rel).write_bytes(data)
             hashes[rel] = hashlib.sha256(data).hexdigest()
         hashes["README.md"] = card_sha256(readme.encode("utf-8"))
-        full_manifest = {**clean.value, "files": dict(sorted(hashes.items()))}
+        full_manifest = {**local.value, "files": dict(sorted(hashes.items()))}
         if spec is not None:
             full_manifest["lm_eval"] = spec.to_json()
         raw_manifest = (

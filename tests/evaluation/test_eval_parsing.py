@@ -59,7 +59,7 @@ def test_option_listing_then_statement_is_the_statement() -> None:
         ("Answer: (B) because A is wrong", 4, "B"),
         ("Answer: I think it's B", 4, None),  # "I" is a token but beyond D
         ("Answer: I think it's B", 10, "I"),  # ...and a valid label with 10 choices
-        ("Answer: (c)", 4, None),  # lowercase is never a label
+        ("Answer: (c)", 4, "C"),  # lowercase after an answer key, wrapped
         ("Answer:\n\n  C)", 4, "C"),
         ("Answer: (C).", 4, "C"),
         ("Answer: C, since", 4, "C"),
@@ -186,8 +186,13 @@ def test_digits_map_to_letters(n: int, digit: int, form: str, boundary: str) -> 
 
 @CHEAP
 @given(letter=st.sampled_from(string.ascii_lowercase), form=st.sampled_from(FORMS))
-def test_lowercase_is_invalid(letter: str, form: str) -> None:
-    assert parse_answer(f"Answer: {form.format(letter)}", 26) is None
+def test_lowercase_after_answer_key_is_its_letter(letter: str, form: str) -> None:
+    assert parse_answer(f"Answer: {form.format(letter)}", 26) == letter.upper()
+
+
+@given(letter=st.sampled_from(string.ascii_lowercase), form=st.sampled_from(FORMS))
+def test_lowercase_without_answer_key_is_invalid(letter: str, form: str) -> None:
+    assert parse_answer(form.format(letter), 26) is None
 
 
 @CHEAP

@@ -25,6 +25,12 @@ MISSED = re.compile(
     re.IGNORECASE,
 )
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff]")
+# Issue 23's held-out class, also written independently: letters pointing at other options
+# inside a longer sentence ("neither A nor B; an ethic may ...", "All of (a), (b) and (c) ...").
+IN_SENTENCE = re.compile(
+    rf"^(both|either|neither) {_L} (and|or|nor) {_L}\W.+|\b(all|any|none) of \([a-e]\),",
+    re.IGNORECASE,
+)
 
 
 def _plain(text: str) -> str:
@@ -39,6 +45,22 @@ def test_no_flagged_option_outside_excluded(mmlu_build: BuildResult) -> None:
         for row in table.select(["id", "choices", "na_text"]).to_pylist():
             stray = [c for c in row["choices"] if c != row["na_text"] and MISSED.search(_plain(c))]
             assert not stray, f"{config} {row['id']}: {stray}"
+
+
+def test_no_option_refers_to_options_inside_a_sentence(mmlu_build: BuildResult) -> None:
+    built = [c for c in mmlu_build.counts if c not in {"excluded", "labels"}]
+    for config in built:
+        table = pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet")
+        for row in table.select(["id", "choices"]).to_pylist():
+            stray = [c for c in row["choices"] if IN_SENTENCE.search(_plain(c))]
+            assert not stray, f"{config} {row['id']}: {stray}"
+    excluded = pq.read_table(mmlu_build.out / "excluded" / "test-00000-of-00001.parquet")
+    caught = [
+        row["reasons"]
+        for row in excluded.select(["choices", "reasons"]).to_pylist()
+        if any(IN_SENTENCE.search(_plain(c)) for c in row["choices"])
+    ]
+    assert caught and all("refers_to_other_options" in r for r in caught)
 
 
 def test_issue_items_are_excluded_with_a_reason(mmlu_build: BuildResult) -> None:

@@ -36,6 +36,14 @@ def test_card_with_labels(tmp_path: Path, mmlu_dir: Path) -> None:
     card = (out / "README.md").read_text()
     assert "Labeler model(s): `SmolLM2-135M-Instruct`." in card
     assert "Guideline version(s): `na-1.2`." in card
+    assert (
+        "NA-applicability screen: **done** (file from the labels file `local:labels.parquet`)"
+        in card
+    )
+    # the labels file's local path is published nowhere (card, build.json, lm-eval tasks)
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix != ".parquet":
+            assert str(tmp_path) not in path.read_text("utf-8"), path
     # NA-applicability per subject, computed here independently from the staged configs.
     lab = pq.read_table(out / "labels" / "test-00000-of-00001.parquet").to_pandas()
     subj = pd.concat(

@@ -90,8 +90,9 @@ def variant_citations(kinds: Sequence[str]) -> list[dict[str, str]]:
     return list(out.values())
 
 
-def field_rows() -> list[dict[str, str]]:
-    """(field, type, description) of a perturbed row, from the pydantic contract."""
+def field_rows(notes: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """(field, type, description) of a perturbed row, from the pydantic contract; `notes`
+    (the source's `field_notes`) say what a field holds for this build's source."""
 
     rows = []
     for name, info in PerturbedItem.model_fields.items():
@@ -100,7 +101,8 @@ def field_rows() -> list[dict[str, str]]:
         type_name = getattr(annotation, "__name__", None) or text
         if "| None" in text:
             type_name = text.replace(" | None", "") + " (nullable)"
-        rows.append({"name": name, "type": type_name, "desc": info.description or ""})
+        desc = (notes or {}).get(name) or info.description or ""
+        rows.append({"name": name, "type": type_name, "desc": desc})
     return rows
 
 
@@ -145,24 +147,44 @@ def letter_rows(letter_shares: Mapping[str, Mapping[str, float]]) -> tuple[list[
     return letters, rows
 
 
+NOT_SCREENED = (
+    "NA-applicability screen: **none**. The items were not screened for NA-applicability: "
+    "every eligible item is in every config, so some NA-keyed items keep an option that is "
+    "still defensible once the gold one is gone. The NA study's NA-keyed numbers rest on such "
+    "a screen (an LLM following a written guideline, checked against human labels); "
+    "`--labels llm` or `--labels FILE` applies one."
+)
+
+
+_PROVENANCE_KEYS = frozenset(
+    {"mode", "models", "model", "guideline_versions", "guideline_version", "path", "guideline"}
+)
+
+
 def labeler_lines(labels: Mapping[str, Any]) -> list[str]:
+    """The card's plain statement of whether (and by which model and guideline) the items
+    were screened for NA-applicability, then the labeler's provenance."""
     mode = labels.get("mode", "none")
     if mode == "none":
-        return ["Labels: none; every eligible item is used (no NA-applicability filter)."]
+        return [NOT_SCREENED]
     models = labels.get("models") or ([labels["model"]] if labels.get("model") else [])
     versions = labels.get("guideline_versions") or (
         [labels["guideline_version"]] if labels.get("guideline_version") else []
     )
-    lines = [f"Labels: {mode}" + (f" (`{labels['path']}`)" if labels.get("path") else "") + "."]
-    lines.append("Labeler model(s): " + (", ".join(f"`{m}`" for m in models) or "unknown") + ".")
-    lines.append(
-        "Guideline version(s): " + (", ".join(f"`{v}`" for v in versions) or "unknown") + "."
+    by = ", ".join(f"`{m}`" for m in models) or "an unrecorded model"
+    guideline = labels.get("guideline")
+    rules = (f"guideline `{guideline}` " if guideline else "guideline ") + (
+        "version " + ", ".join(f"`{v}`" for v in versions) if versions else "(version unrecorded)"
     )
-    extra = {
-        k: v
-        for k, v in labels.items()
-        if k not in {"mode", "models", "model", "guideline_versions", "guideline_version", "path"}
-    }
+    where = f" from the labels file `{labels['path']}`" if labels.get("path") else ""
+    lines = [
+        f"NA-applicability screen: **done** ({mode}{where}). Every config holds only the items "
+        f"{by} judged NA-applicable following {rules}; the others are in `excluded` "
+        "(`not_na_applicable`, `missing_label`, `invalid_label`).",
+        f"Labeler model(s): {by}.",
+        "Guideline version(s): " + (", ".join(f"`{v}`" for v in versions) or "unknown") + ".",
+    ]
+    extra = {k: v for k, v in labels.items() if k not in _PROVENANCE_KEYS}
     if extra:
         lines.append("Labeler settings: " + ", ".join(f"{k}={v}" for k, v in sorted(extra.items())))
     return lines
