@@ -34,6 +34,11 @@ HEADLINE_MD = [
     "rel_drop",
     "rel_drop_ci",
     "mcnemar_p",
+    "mcnemar_p_bh",
+    "significant_fdr",
+    "mde_80",
+    "clustering",
+    "cl_p",
     "orig_only_correct",
     "variant_only_correct",
 ]
@@ -71,7 +76,8 @@ def fmt_value(v: object, digits: int = 3) -> str:
 
 
 def _is_p(col: str) -> bool:
-    return col == "p_value" or col.endswith("_p") or col.startswith("p_value")
+    adjusted = col in ("mcnemar_p_holm", "mcnemar_p_bh")
+    return adjusted or col == "p_value" or col.endswith("_p") or col.startswith("p_value")
 
 
 def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
@@ -107,7 +113,12 @@ def _subject_sections(report: Report, top: int) -> list[dict[str, str]]:
     for variant, g in subj.groupby("config", sort=False):
         mean = (
             g.groupby("subject")
-            .agg(n=("n", "max"), models=("run", "nunique"), mean_drop=("diff", "mean"))
+            .agg(
+                n=("n", "max"),
+                models=("run", "nunique"),
+                mean_drop=("diff", "mean"),
+                models_fdr_significant=("significant_fdr", "sum"),
+            )
             .sort_values(["mean_drop", "subject"], ascending=[False, True])
             .reset_index()
         )

@@ -37,7 +37,7 @@ def _write(root: Path, run: str, config: str, scores: np.ndarray, backend: str =
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]:
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """3 models: na_keyed has no effect in any subject (the variant redraws each item at
     the original's probability); na_distractor drops 6 subjects to accuracy 0.05."""
     rng = np.random.default_rng(11)
@@ -55,6 +55,11 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pd.DataFrame]:
             _write(root, f"model{m}", config, s)
     for config in ("original", "na_keyed", "na_distractor"):
         _write(root, "reference_always-a", config, np.zeros(n), backend="reference")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tables(root: Path) -> dict[str, pd.DataFrame]:
     res = load_results([root])
     return headline_table(res, res.mc_variants())
 
@@ -128,3 +133,16 @@ def test_mde_column_is_the_planning_mde_of_the_row(tables: dict[str, pd.DataFram
     assert overall["mde_80"] < r["mde_80"]  # 57 subjects' items detect smaller drops
     # always-a is never right: no drop is possible, so none is detectable
     assert head.loc[head["run"] == "reference_always-a", "mde_80"].isna().all()
+
+
+def test_report_md_shows_the_adjusted_p_the_flag_and_the_mde(root: Path, tmp_path: Path) -> None:
+    from nabench.evaluation.report import write_report
+
+    write_report([root], tmp_path / "r", plots=False, html=False)
+    md = (tmp_path / "r" / "report.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| run | config | n |"))
+    for col in ("mcnemar_p_bh", "significant_fdr", "mde_80", "clustering", "cl_p"):
+        assert f"| {col} |" in header
+    assert "| models_fdr_significant |" in md
+    csv = pd.read_csv(tmp_path / "r" / "tables" / "headline_subjects.csv")
+    assert {"family", "mcnemar_p_holm", "mcnemar_p_bh", "significant_fdr", "mde_80"} <= set(csv)
