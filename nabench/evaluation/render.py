@@ -224,6 +224,8 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
             for c, g in t["configs"].groupby("config", sort=False)
         ],
         "subjects": _subject_sections(report, top_subjects),
+        "shortcuts_run": not t["shortcuts"].empty,
+        "shortcuts": md_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
         "top_subjects": top_subjects,
         "min_coverage": f"{report.min_coverage:.0%}",
         "panel": _panel_context(report),

@@ -8,9 +8,20 @@ import pandas as pd
 
 from nabench.evaluation.results import NA_KEYED, ORIGINAL, Results
 from nabench.evaluation.scoring import baseline_test
+from nabench.evaluation.strategies import shortcut_model_ids
 from nabench.stats.inference import accuracy_ci
 
-__all__ = ["confidence_table", "config_table", "phrasing_table", "subject_table"]
+__all__ = [
+    "SHORTCUT_COLUMNS",
+    "confidence_table",
+    "config_table",
+    "phrasing_table",
+    "shortcut_table",
+    "subject_table",
+]
+
+SHORTCUT_COLUMNS = ["config", "run", "strategy", "n", "accuracy", "ci_low", "ci_high",
+                    "majority_baseline", "margin", "beats_majority"]  # fmt: skip
 
 
 def config_table(results: Results) -> pd.DataFrame:
@@ -38,6 +49,24 @@ def config_table(results: Results) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(out)
+
+
+def shortcut_table(configs: pd.DataFrame, results: Results) -> pd.DataFrame:
+    """Every reference run of a shortcut strategy (one that never reads the key: always-a,
+    longest, always-na, ...) per config, with ``beats_majority`` where its accuracy beats
+    the config's majority baseline by more than its CI (``margin`` = ci_low − baseline
+    > 0): a config a model can win without knowing the answers."""
+    ids = shortcut_model_ids()
+    model = dict(zip(results.summaries["run"], results.summaries["model"], strict=False))
+    strategy = configs["run"].map(lambda r: ids.get(str(model.get(r))))
+    rows = configs[(configs["role"] == "baseline") & strategy.notna()]
+    if rows.empty:
+        return pd.DataFrame(columns=SHORTCUT_COLUMNS)
+    out = rows.assign(
+        strategy=strategy[rows.index], margin=rows["ci_low"] - rows["majority_baseline"]
+    )
+    out["beats_majority"] = out["margin"] > 0
+    return out[SHORTCUT_COLUMNS].reset_index(drop=True)
 
 
 def subject_table(results: Results) -> pd.DataFrame:
