@@ -8,6 +8,7 @@ import pandas as pd
 
 from nabench.evaluation.results import NA_KEYED, ORIGINAL, Results
 from nabench.evaluation.scoring import baseline_test
+from nabench.evaluation.shortcuts import shortcut_margin
 from nabench.evaluation.strategies import shortcut_model_ids
 from nabench.stats.inference import accuracy_ci
 
@@ -62,9 +63,8 @@ def shortcut_table(configs: pd.DataFrame, results: Results) -> pd.DataFrame:
     rows = configs[(configs["role"] == "baseline") & strategy.notna()]
     if rows.empty:
         return pd.DataFrame(columns=SHORTCUT_COLUMNS)
-    out = rows.assign(
-        strategy=strategy[rows.index], margin=rows["ci_low"] - rows["majority_baseline"]
-    )
+    margin = shortcut_margin(rows["ci_low"], rows["majority_baseline"])
+    out = rows.assign(strategy=strategy[rows.index], margin=margin)
     out["beats_majority"] = out["margin"] > 0
     return out[SHORTCUT_COLUMNS].reset_index(drop=True)
 
