@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import click
 
+# Top level (nabench imports no module inside a function): `nabench --help` already loads
+# scipy through `nabench.evaluation`, so this import adds nothing to its start-up.
+from nabench.stats.power import planned_mde
+
 __all__ = ["power_cmd"]
 
 
@@ -27,8 +31,6 @@ __all__ = ["power_cmd"]
 def power_cmd(items: int, acc: float, rho: float, alpha: float, target: float) -> None:
     """Minimum detectable drop of the paired McNemar test the report runs, for planning
     a benchmark's size (formula: nabench.stats.power)."""
-    from nabench.stats.power import planned_mde  # lazy: scipy stays out of --help
-
     drop = float(planned_mde(items, acc, rho, alpha, target))
     click.echo(
         f"items {items}, accuracy {acc:.3f}, rho {rho:.2f}: "
