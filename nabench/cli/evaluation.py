@@ -31,7 +31,7 @@ __all__ = ["eval_cmd", "report_cmd"]
 @model_options(
     backends=(*BACKENDS, "reference"),
     model_help="GGUF path (local), model name (openai), HF dir (vllm), or a strategy "
-    "(reference: always-a, majority, longest, oracle).",
+    "(reference: always-a, majority, longest, oracle, always-na, never-na, always-aota).",
 )
 @click.option(
     "--mode",

@@ -12,6 +12,7 @@ from nabench.cli.evaluation import eval_cmd, report_cmd
 from nabench.cli.export import export
 from nabench.cli.llm import llm
 from nabench.cli.model_flags import ModelFlags, model_options, protocol_option, run_options
+from nabench.cli.power import power_cmd
 from nabench.cli.publish import check_push_target, publish, publish_build
 from nabench.cli.root import main
 from nabench.cli.selfknow import selfknow
@@ -265,7 +266,7 @@ def schema_export(out: Path | None) -> None:
 def _register_subcommands() -> None:
     """Command groups that live beside their library code."""
 
-    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd, export):
+    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd, export, power_cmd):
         main.add_command(group)
 
 

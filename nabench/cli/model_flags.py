@@ -22,6 +22,7 @@ from nabench.core.errors import NabenchError
 from nabench.llm import ENGINES
 from nabench.llm.options import ModelFlags
 from nabench.schemas.model import ModelSpec
+from nabench.schemas.protocol import protocols
 
 BACKENDS = ("local", "openai", "vllm")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -192,16 +193,12 @@ class ProtocolChoice(click.ParamType):
         self.stage = stage
 
     def _names(self) -> list[str]:
-        from nabench.schemas.protocol import protocols
-
         return sorted(n for n, p in protocols().items() if self.stage in p.applies_to)
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "[" + "|".join(self._names()) + "]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from nabench.schemas.protocol import protocols
-
         registry = protocols()
         if value not in registry:
             self.fail(f"unknown protocol {value!r} (known: {', '.join(sorted(registry))})")

@@ -25,6 +25,8 @@ LISTING = {
     "resumable).",
     "list": "List the shipped recipes, one line each.",
     "llm": "Local model helpers (llama.cpp server, GGUF -> Hugging Face conversion).",
+    "power": "Minimum detectable drop of the paired McNemar test the report runs, for planning "
+    "a benchmark's size (formula: nabench.stats.power).",
     "publish": "Publish a built folder as a tagged release (the Hub, or --to git:PATH).",
     "report": "Report over eval RESULTS folders: accuracy tables, panel reliability, plots.",
     "schema": "JSON Schemas of nabench's row formats.",

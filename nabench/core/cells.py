@@ -49,7 +49,8 @@ def fmt_value(v: object, digits: int = 3, missing: str = MISSING) -> str:
 
 
 def is_p_column(col: str) -> bool:
-    return col == "p_value" or col.endswith("_p") or col.startswith("p_value")
+    adjusted = col in ("mcnemar_p_holm", "mcnemar_p_bh")
+    return adjusted or col == "p_value" or col.endswith("_p") or col.startswith("p_value")
 
 
 def fmt_cell(col: str, v: object, missing: str = MISSING) -> str:

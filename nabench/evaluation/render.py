@@ -37,6 +37,11 @@ HEADLINE_MD = [
     "rel_drop",
     "rel_drop_ci",
     "mcnemar_p",
+    "mcnemar_p_bh",
+    "significant_fdr",
+    "mde_80",
+    "clustering",
+    "cl_p",
     "orig_only_correct",
     "variant_only_correct",
 ]
@@ -65,7 +70,12 @@ def _subject_sections(report: Report, top: int) -> list[dict[str, str]]:
     for variant, g in subj.groupby("config", sort=False):
         mean = (
             g.groupby("subject")
-            .agg(n=("n", "max"), models=("run", "nunique"), mean_drop=("diff", "mean"))
+            .agg(
+                n=("n", "max"),
+                models=("run", "nunique"),
+                mean_drop=("diff", "mean"),
+                models_fdr_significant=("significant_fdr", "sum"),
+            )
             .sort_values(["mean_drop", "subject"], ascending=[False, True])
             .reset_index()
         )
@@ -169,6 +179,8 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
             for c, g in t["configs"].groupby("config", sort=False)
         ],
         "subjects": _subject_sections(report, top_subjects),
+        "shortcuts_run": not t["shortcuts"].empty,
+        "shortcuts": md_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
         "top_subjects": top_subjects,
         "min_coverage": f"{report.min_coverage:.0%}",
         "panel": _panel_context(report),

@@ -20,6 +20,13 @@ Jinja template), :mod:`~.plots`. This module builds them and writes the files.
   ``both_correct``, ``both_wrong``, ``invalid_original``, ``invalid_variant``;
 * ``headline_subjects`` / ``headline_categories``: the same plus ``subject`` /
   ``category``; ``worst_case``: the same with ``config: "worst_case"`` and ``variants``;
+* ``shortcuts``: per config and reference run of a strategy that never reads the key
+  (``always-a``, ``longest``, ``always-na``, ``never-na``, ``always-aota``): accuracy,
+  CI, ``majority_baseline``, ``margin`` (ci_low − baseline) and ``beats_majority``;
+* ``headline*`` rows also carry ``family``, ``mcnemar_p_holm``, ``mcnemar_p_bh``,
+  ``significant_fdr`` (BH-adjusted p < 0.05 within the family), ``mde_80``, and the
+  clustered drop test ``clustering``, ``n_clustering_units``, ``cl_diff_low``,
+  ``cl_diff_high``, ``cl_p``;
 * ``configs``: accuracy per run × config (with ``role``), ``invalid_rate`` and ``score``
   (mean item score with the invalid credit; never called accuracy); ``panel``, ``kr20_category``,
   ``correlations``: the panel tables (numbers null, ``note`` saying why, below 5 models);
@@ -63,6 +70,7 @@ from nabench.evaluation.tables import (
     confidence_table,
     config_table,
     phrasing_table,
+    shortcut_table,
     subject_table,
     with_ci,
 )
@@ -91,6 +99,7 @@ def build_report(
     kr_subj = kr20_subject_table(panels)
     tables = {
         "configs": configs,
+        "shortcuts": shortcut_table(configs, results),
         **headline_table(results, variants),
         "subjects": subject_table(results),
         "panel": panel_table(panels),
@@ -129,6 +138,7 @@ def report_json(report: Report) -> dict[str, Any]:
     res = report.results
     keys = (
         "configs",
+        "shortcuts",
         "headline",
         "headline_subjects",
         "headline_categories",

@@ -8,14 +8,18 @@ import pandas as pd
 
 from nabench.evaluation.results import NA_KEYED, ORIGINAL, RUN_SETTINGS, Results
 from nabench.evaluation.scoring import baseline_test
+from nabench.evaluation.shortcuts import shortcut_margin
+from nabench.evaluation.strategies import shortcut_model_ids
 from nabench.stats.inference import accuracy_ci, score_fields
 
 __all__ = [
     "CI_PAIRS",
+    "SHORTCUT_COLUMNS",
     "confidence_table",
     "config_table",
     "phrasing_table",
     "runs_table",
+    "shortcut_table",
     "subject_table",
     "with_ci",
 ]
@@ -24,6 +28,8 @@ __all__ = [
 CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
 # Of a run's settings, what Markdown shows (the HTML page shows them all).
 RUN_COLUMNS_MD = ("run", "role", "model", "mode", "backend", "configs")
+SHORTCUT_COLUMNS = ["config", "run", "strategy", "n", "accuracy", "ci_low", "ci_high",
+                    "majority_baseline", "margin", "beats_majority"]  # fmt: skip
 
 
 def with_ci(df: pd.DataFrame) -> pd.DataFrame:
@@ -78,6 +84,23 @@ def config_table(results: Results) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(out)
+
+
+def shortcut_table(configs: pd.DataFrame, results: Results) -> pd.DataFrame:
+    """Every reference run of a shortcut strategy (one that never reads the key: always-a,
+    longest, always-na, ...) per config, with ``beats_majority`` where its accuracy beats
+    the config's majority baseline by more than its CI (``margin`` = ci_low − baseline
+    > 0): a config a model can win without knowing the answers."""
+    ids = shortcut_model_ids()
+    model = dict(zip(results.summaries["run"], results.summaries["model"], strict=False))
+    strategy = configs["run"].map(lambda r: ids.get(str(model.get(r))))
+    rows = configs[(configs["role"] == "baseline") & strategy.notna()]
+    if rows.empty:
+        return pd.DataFrame(columns=SHORTCUT_COLUMNS)
+    margin = shortcut_margin(rows["ci_low"], rows["majority_baseline"])
+    out = rows.assign(strategy=strategy[rows.index], margin=margin)
+    out["beats_majority"] = out["margin"] > 0
+    return out[SHORTCUT_COLUMNS].reset_index(drop=True)
 
 
 def subject_table(results: Results) -> pd.DataFrame:

@@ -54,7 +54,7 @@ def make_builders(recipe: Recipe) -> list[Builder]:
     for spec in recipe.variants:
         kind = builder_kind(spec)
         cls = BUILDERS[kind]
-        if spec.kind in {"na_keyed", "na_distractor"}:
+        if spec.kind in {"na_keyed", "na_distractor", "na_mixed"}:
             texts = spec.na_texts  # type: ignore[union-attr]
             out.extend(
                 cls(text=t, name=phrasing_config(kind, t, i == 0))  # type: ignore[call-arg]
@@ -302,6 +302,7 @@ def _na_card_context(
         "na_rates": cc.na_rates(staged),
         "letters": letters,
         "letter_rows": letter_rows,
+        "shortcuts": cc.shortcut_rows(staged, NON_VARIANT_CONFIGS),
         "warnings": manifest.get("warnings") or [],
         "invariants": cc.INVARIANTS,
         "draws": _draw_lines(builders, manifest),

@@ -67,13 +67,25 @@ class NADistractorSpec(_Spec):
     na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
 
 
+class NAMixedSpec(_Spec):
+    """NA replaces one option drawn per item; it is the key on a seeded 1/k of items."""
+
+    kind: Literal["na_mixed"]
+    na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
+
+
 class AllOfTheAboveSpec(_Spec):
     kind: Literal["all_of_the_above"]
     text: str = "All of the above"
 
 
 VariantSpec = Annotated[
-    OriginalSpec | NAKeyedSpec | NADistractorSpec | AllOfTheAboveSpec | ForeignKeySpec,
+    OriginalSpec
+    | NAKeyedSpec
+    | NADistractorSpec
+    | NAMixedSpec
+    | AllOfTheAboveSpec
+    | ForeignKeySpec,
     Field(discriminator="kind"),
 ]
 

@@ -531,6 +531,7 @@ def _check_golden(contrib: _Contribution, rows: list[dict[str, Any]], ctx: _Cont
 _INSERTED_REASON = {
     "na_keyed": "has_none_option",
     "na_distractor": "has_none_option",
+    "na_mixed": "has_none_option",
     "all_of_the_above": "has_all_option",
 }
 

@@ -132,6 +132,7 @@ def check_perturbed(
     every = np.ones(table.num_rows, dtype=bool)
     is_keyed, is_dist = is_variant("na_keyed"), is_variant("na_distractor")
     is_orig, is_aota = is_variant("original"), is_variant("all_of_the_above")
+    is_mixed = is_variant("na_mixed")
     same_len = choices.lengths == original.lengths
     rules: list[tuple[str, np.ndarray, Callable[[], np.ndarray], Callable[[int], str]]] = [
         (
@@ -154,7 +155,12 @@ def check_perturbed(
         ),
         (
             "na_exactly_once",
-            is_keyed | is_dist | is_aota | is_variant(NA_KEYED_LAST) | is_variant(FOREIGN_KEY),
+            is_keyed
+            | is_dist
+            | is_mixed
+            | is_aota
+            | is_variant(NA_KEYED_LAST)
+            | is_variant(FOREIGN_KEY),
             lambda: na_count() != 1,
             lambda i: f"{show(na_text, i)} appears {na_count()[i]} times (expected exactly once)",
         ),
@@ -175,7 +181,7 @@ def check_perturbed(
         ),
         (
             "unreplaced_unchanged",
-            is_keyed | is_dist,
+            is_keyed | is_dist | is_mixed,
             unreplaced_changed,
             lambda i: (
                 f"an option other than replaced_index {replaced[i]} differs from original_choices"
@@ -218,6 +224,26 @@ def check_perturbed(
             is_dist,
             lambda: (replaced == answer) | differs(choices.at(replaced), na_text),
             lambda i: f"replaced_index {replaced[i]} must be a distractor now holding the NA text",
+        ),
+        (
+            "na_mixed_in_place",
+            is_mixed,
+            lambda: (answer != orig_answer) | differs(choices.at(replaced), na_text),
+            lambda i: (
+                f"the key must stay in the gold slot and replaced_index {replaced[i]} hold NA"
+            ),
+        ),
+        (
+            "na_mixed_key_is_na_or_gold",
+            is_mixed,
+            lambda: np.where(
+                replaced == orig_answer,
+                differs(key_text(), na_text) | (choices.count_equal(gold_text()) > 0),
+                differs(key_text(), gold_text()),
+            ),
+            lambda i: (
+                f"key text is {show(key_text(), i)}: NA where it replaced the gold, else the gold"
+            ),
         ),
         (
             "aota_appended",

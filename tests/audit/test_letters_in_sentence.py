@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import CHEAP
 
 from nabench.audit.patterns import text_reasons
 
@@ -80,6 +81,7 @@ _TAIL = st.sampled_from(
 )
 
 
+@CHEAP
 @given(lead=_LEAD, first=_LABEL, second=_LABEL, tail=_TAIL)
 def test_grammar_quantified_letters_then_more_text(
     lead: str, first: str, second: str, tail: str

@@ -25,6 +25,7 @@ MC_CONFIGS = (
     "na_keyed__no_valid_options",
     "na_keyed__none_of_the_options_given_is_correct",
     "na_distractor",
+    "na_mixed",
     "all_of_the_above",
 )
 
@@ -121,7 +122,7 @@ def test_export_cli_writes_the_same_tasks_and_refuses_bad_input(
     runner = CliRunner()
     res = runner.invoke(main, ["export", "lm-eval", str(mmlu_na), "--out", str(tmp_path / "t")])
     assert res.exit_code == 0, res.output
-    assert f"group {GROUP} (7 task(s))" in res.output
+    assert f"group {GROUP} (8 task(s))" in res.output
     exported = {p.name: _yaml(p) for p in (tmp_path / "t").iterdir()}
     built = {p.name: _yaml(p) for p in (mmlu_na / "lm_eval").iterdir()}
     assert exported.keys() == built.keys()

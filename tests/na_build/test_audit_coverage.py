@@ -39,7 +39,7 @@ def _plain(text: str) -> str:
 
 def test_no_flagged_option_outside_excluded(mmlu_build: BuildResult) -> None:
     configs = [c for c in mmlu_build.counts if c not in {"excluded", "labels"}]
-    assert len(configs) == 7
+    assert len(configs) == 8  # 4 na_keyed phrasings, na_distractor, na_mixed, aota, original
     for config in configs:
         table = pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet")
         for row in table.select(["id", "choices", "na_text"]).to_pylist():

@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from nabench.evaluation.shortcuts import score_shortcuts
+from nabench.evaluation.strategies import ItemBatch
 from nabench.schemas.item import PerturbedItem
 
 # The rules `nabench.validate.invariants.check_perturbed` enforces on every perturbed config.
@@ -35,6 +37,11 @@ INVARIANTS: tuple[tuple[str, str], ...] = (
     ("foreign_key_others_unchanged", "`foreign_key`: every other option is unchanged"),
     ("na_distractor_key_is_gold", "`na_distractor`: the key is still the original gold"),
     ("na_distractor_replaced_distractor", "`na_distractor`: NA replaced a distractor"),
+    ("na_mixed_in_place", "`na_mixed`: NA replaces one option in place; the key stays in its slot"),
+    (
+        "na_mixed_key_is_na_or_gold",
+        "`na_mixed`: the key is NA where it replaced the gold, else the gold",
+    ),
     ("aota_appended", "`all_of_the_above`: the original options plus the text, last"),
     ("aota_key_unchanged", "`all_of_the_above`: the key is unchanged"),
     ("ids_unique", "ids are unique within a config"),
@@ -59,6 +66,10 @@ WHY = {
     "na_distractor": (
         "one distractor is replaced by an NA phrasing; the key is unchanged: a model must "
         "not pick NA when a correct option is present"
+    ),
+    "na_mixed": (
+        "an NA phrasing replaces one option drawn per item: the gold on a seeded 1/k of items "
+        "(NA is the key), a distractor elsewhere; neither 'pick NA' nor 'never pick NA' wins"
     ),
     "all_of_the_above": (
         '"All of the above" is appended as a new last option; the key is unchanged, so the '
@@ -188,3 +199,24 @@ def labeler_lines(labels: Mapping[str, Any]) -> list[str]:
     if extra:
         lines.append("Labeler settings: " + ", ".join(f"{k}={v}" for k, v in sorted(extra.items())))
     return lines
+
+
+def shortcut_rows(staged: Sequence[Any], skip: frozenset[str]) -> list[dict[str, str]]:
+    """Config/split × key-blind strategy where the strategy wins (its 95 % CI above the
+    majority baseline; ``nabench.evaluation.shortcuts``), for the card."""
+    rows = []
+    for st in staged:
+        t = st.table
+        if st.config in skip or t.num_rows == 0 or "choices" not in t.column_names:
+            continue
+        batch = ItemBatch.from_lists(
+            t.column("id").to_pylist(),
+            t.column("choices").to_pylist(),
+            t.column("answer").to_pylist(),
+        )
+        for s in score_shortcuts(batch):
+            if s.beats_majority:
+                rows.append({"key": f"{st.config}/{st.split}", "strategy": s.strategy,
+                             "accuracy": f"{s.accuracy:.1%}", "ci_low": f"{s.ci_low:.1%}",
+                             "majority": f"{s.majority_baseline:.1%}"})  # fmt: skip
+    return rows
