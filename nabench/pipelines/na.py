@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 
 from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
+from nabench.audit.redux import ReduxAudit, flagged_total
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.perturb import BUILDERS, Builder, ItemColumns
 from nabench.perturb.na_keyed import phrasing_config
@@ -33,6 +34,7 @@ from nabench.sources import Source, get_source
 from nabench.sources.sample import select_items
 from nabench.stage.cards import context as cc
 from nabench.stage.cards import finalize_parts, render_body
+from nabench.stage.croissant import CardFacts, partial_build_lines
 from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -44,7 +46,7 @@ from nabench.validate.invariants import (
 )
 
 # Configs that hold no perturbed items: quarantined source rows and the published labels.
-NON_VARIANT_CONFIGS = frozenset({"excluded", "labels"})
+NON_VARIANT_CONFIGS = frozenset({"excluded", "labels", "redux"})
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
@@ -83,6 +85,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     all_texts = inserted_texts(builders, "has_all_option")
     label_source = build_label_source(recipe, options)
     label_mode = label_source.mode if label_source else "none"
+    redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
 
     # Parquet files are written in the background as soon as each config is built; nothing
     # reaches `out` unless validation passes and `commit` swaps the finished tree in.
@@ -104,7 +107,9 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             sources_meta[split] = split_record(loaded, items)
             bar.update()
             with clock("audit"):
-                audit, donors = _audit_split(recipe, loaded.items, items, na_texts, all_texts)
+                audit, donors, annotations = _audit_split(
+                    recipe, loaded.items, items, (na_texts, all_texts), redux, split
+                )
             check_strict(audit.excluded, options.strict)
             with clock("label"):
                 eligible, label_cols, label_excluded, published = label_split(
@@ -121,6 +126,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 area.add(StagedTable(builder.config_name, split, table))
                 bar.update()
             area.add(StagedTable("excluded", split, excluded))
+            if annotations is not None:
+                area.add(StagedTable("redux", split, annotations))
             if published is not None:
                 area.add(StagedTable("labels", split, published))
             bar.update()
@@ -139,10 +146,11 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 staged, excluded_tables, "nabench.validate.invariants", **checks
             ),
             "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
+            **({"redux": redux.summary()} if redux else {}),
         }
         readme = _readme_renderer(recipe, source, manifest, staged, out)
         with clock("stage"):  # what is left of the background writes, then README + manifest
-            area.commit(readme, manifest)
+            area.commit(readme, manifest, CardFacts(tuple(_limitations(manifest))))
         counts, exclusions = manifest["counts"], manifest["exclusions"]
         shares, warnings = checks["letter_shares"], checks["warnings"]
         return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
@@ -181,21 +189,28 @@ def _audit_split(
     recipe: Recipe,
     loaded: pa.Table,
     items: pa.Table,
-    na_texts: Sequence[str],
-    all_texts: Sequence[str],
-) -> tuple[Audit, pa.Table]:
-    """The audit of the items used, and the donor pool (the audited *whole* split, so a
-    `--limit`/`--sample` build borrows exactly what the full build borrows)."""
+    texts: tuple[Sequence[str], Sequence[str]],
+    redux: ReduxAudit | None,
+    split: str,
+) -> tuple[Audit, pa.Table, pa.Table | None]:
+    """The audit of the items used, the donor pool (the audited *whole* split, so a
+    `--limit`/`--sample` build borrows exactly what the full build borrows), and the Redux
+    annotations of the items used (None without `audit.redux`)."""
     unknown = sorted(set(recipe.exclude_subjects) - set(loaded.column("subject").to_pylist()))
     if unknown:
         raise NabenchError(f"recipe {recipe.name}: exclude_subjects {unknown} not in the source")
+    na_texts, all_texts = texts
 
-    def run(table: pa.Table) -> Audit:
-        return audit_items(table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects)
+    def run(table: pa.Table, record: str | None) -> tuple[Audit, pa.Table | None]:
+        flags, annotations = redux.join(table, record) if redux else ({}, None)
+        audit = audit_items(
+            table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects, extra_flags=flags
+        )
+        return audit, annotations
 
-    audit = run(items)
-    donors = audit.eligible if items.num_rows == loaded.num_rows else run(loaded).eligible
-    return audit, donors
+    audit, annotations = run(items, split)
+    donors = audit.eligible if items.num_rows == loaded.num_rows else run(loaded, None)[0].eligible
+    return audit, donors, annotations
 
 
 def validate_staged(
@@ -298,6 +313,7 @@ def _na_card_context(
         "exclusions_total": manifest["exclusions"]["total"],
         "exclusions": manifest["exclusions"]["by_reason"],
         "audit_patterns": manifest["audit_patterns"],
+        "redux": _redux_card(manifest.get("redux")),
         "na_rates": cc.na_rates(staged),
         "letters": letters,
         "letter_rows": letter_rows,
@@ -305,6 +321,23 @@ def _na_card_context(
         "invariants": cc.INVARIANTS,
         "limitations": _limitations(manifest),
         "variant_citations": cc.variant_citations([b.kind for b in builders]),
+    }
+
+
+def _redux_card(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The card's MMLU-Redux figures: items checked, flagged, per error type (all splits)."""
+    if summary is None:
+        return None
+    by_type: dict[str, int] = {}
+    for per in summary["by_split"].values():
+        for error_type, n in per.items():
+            by_type[error_type] = by_type.get(error_type, 0) + n
+    return {
+        **summary,
+        "checked": sum(by_type.values()),
+        "flagged": flagged_total(summary),
+        "unmatched_count": len(summary["unmatched"]),
+        "by_type": dict(sorted(by_type.items())),
     }
 
 
@@ -323,13 +356,4 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         "the source (see above), which a model may exploit.",
         "Source errors (wrong keys, ambiguous questions) carry over to every variant.",
     ]
-    if manifest.get("limit"):
-        limitations.append(
-            f"Built from the first {manifest['limit']} items per split only (--limit)."
-        )
-    if manifest.get("sample"):
-        limitations.append(
-            f"Built from a seeded sample of {manifest['sample']} items per split, stratified "
-            "by subject (--sample)."
-        )
-    return limitations
+    return [*limitations, *partial_build_lines(manifest)]
