@@ -106,15 +106,15 @@ _ARROW: dict[type, pa.DataType] = {
 # Croissant (schema.org) data type of each column type above; a list column is an array of
 # its element type. `croissant_type` maps the Arrow type a table was written with.
 _CROISSANT: dict[type, str] = {
-    str: "sc:Text",
-    int: "sc:Integer",
-    bool: "sc:Boolean",
-    float: "sc:Float",
+    str: "https://schema.org/Text",  # `sc:Text` in the written JSON-LD
+    int: "https://schema.org/Integer",
+    bool: "https://schema.org/Boolean",
+    float: "https://schema.org/Float",
 }
 
 
 def croissant_type(arrow_type: pa.DataType) -> tuple[str, bool]:
-    """(Croissant data type, is_array) of an Arrow column type; TypeError if it has none."""
+    """(Croissant data type URI, is_array) of an Arrow column type; TypeError if none."""
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         inner, nested = croissant_type(arrow_type.value_type)
         if nested:
