@@ -151,6 +151,7 @@ class ReduxAudit:
     matched_rows: set[int] = field(default_factory=set)  # positions in `table`
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> error_type -> n
     duplicates: int = 0  # Redux rows whose key an earlier row already has
+    used_subjects: set[str] = field(default_factory=set)  # of the items the build uses
 
     def __post_init__(self) -> None:
         self.table = _canonical(_empty(), "", self.spec.location)
@@ -190,6 +191,7 @@ class ReduxAudit:
             if error_type in self.spec.flag:
                 flags[f"redux_{error_type}"][i] = True
         if split is not None:
+            self.used_subjects.update(s for s in items["subject"].to_pylist() if s is not None)
             self.matched_rows.update(positions)
             per = self.counts.setdefault(split, {})
             for error_type in types:
@@ -210,7 +212,10 @@ class ReduxAudit:
     def summary(self) -> dict[str, Any]:
         """build.json's `redux`: what was read, the join count, and the unmatched rows."""
         t = self.table
-        unmatched = [p for p in range(t.num_rows) if p not in self.matched_rows]
+        # Rows of subjects the build uses: a --limit build also reads the other subjects,
+        # for the donor pool, but their rows could not match an item of the build.
+        used = [s in self.used_subjects for s in t["subject"].to_pylist()]
+        unmatched = [p for p in range(t.num_rows) if used[p] and p not in self.matched_rows]
         shown = t.select(["subject", "row", "question", "error_type"]).take(
             pa.array(unmatched, pa.int64())
         )
@@ -221,11 +226,13 @@ class ReduxAudit:
             "origin": self.parts[0].origin if self.parts else None,
             "fingerprints": {k: v for p in self.parts for k, v in p.fingerprints.items()},
             "flag": list(self.spec.flag),
-            "rows": t.num_rows,
+            "rows": sum(used),
             "joined": len(self.matched_rows),
             "duplicate_rows": self.duplicates,
             "by_split": {s: dict(sorted(c.items())) for s, c in self.counts.items()},
-            "missing_subjects": sorted(s for p in self.parts for s in p.missing_subjects),
+            "missing_subjects": sorted(
+                s for p in self.parts for s in p.missing_subjects if s in self.used_subjects
+            ),
             "unmatched": [
                 {**r, "question": (r["question"] or "")[:_SHOWN]} for r in shown.to_pylist()
             ],

@@ -125,7 +125,7 @@ def _one_subject(root: Path, rows: list[dict[str, object]]) -> Path:
     ("row", "message"),
     [
         ({"question": "q", "choices": ["a", "b"], "error_type": "typo"}, "unknown error_type"),
-        ({"question": "q", "choices": ["a", "b"]}, "missing column(s) 'error_type'"),
+        ({"question": "q", "choices": ["a", "b"]}, r"missing column\(s\) 'error_type'"),
     ],
 )
 def test_bad_redux_rows_are_one_line_errors(
