@@ -139,25 +139,57 @@ def _file_object(mlc: Any, st: StagedTable, hashes: Mapping[str, str]) -> mlc.Fi
 def _record_set(mlc: Any, st: StagedTable) -> mlc.RecordSet:
     rs_id = f"{st.config}/{st.split}"
     described = _descriptions(st.table.schema)
-    fields = []
-    for column in st.table.schema:
-        data_type, is_array = croissant_type(column.type)
-        fields.append(
-            mlc.Field(
-                id=f"{rs_id}/{column.name}",
-                name=column.name,
-                description=described.get(column.name),
-                data_types=[data_type],
-                is_array=is_array or None,
-                array_shape="-1" if is_array else None,
-                source=mlc.Source(file_object=st.relpath, extract=mlc.Extract(column=column.name)),
-            )
-        )
+    fields = [
+        _field(mlc, st.relpath, f"{rs_id}/{c.name}", c, described.get(c.name))
+        for c in st.table.schema
+    ]
     return mlc.RecordSet(
         id=rs_id,
         name=rs_id,
         description=f"config `{st.config}`, split `{st.split}`: {st.table.num_rows} rows",
         fields=fields,
+    )
+
+
+def _field(
+    mlc: Any, file: str, field_id: str, column: pa.Field, description: str | None
+) -> mlc.Field:
+    """One column; a struct (or list of structs: chat messages) as sub-fields read from the
+    column by JSON path (what mlcroissant's parquet reader understands, one level deep)."""
+    value_type = column.type
+    is_array = pa.types.is_list(value_type) or pa.types.is_large_list(value_type)
+    inner = value_type.value_type if is_array else value_type
+    array = {"is_array": True, "array_shape": "-1"} if is_array else {}
+    if not pa.types.is_struct(inner):
+        data_type, _ = croissant_type(value_type)
+        return mlc.Field(
+            id=field_id,
+            name=column.name,
+            description=description,
+            data_types=[data_type],
+            **array,
+            source=mlc.Source(file_object=file, extract=mlc.Extract(column=column.name)),
+        )
+    subs = []
+    for member in inner:
+        data_type, nested = croissant_type(member.type)
+        if nested:
+            raise TypeError(f"no Croissant type for {column.name}.{member.name}: {member.type}")
+        source = mlc.Source(
+            file_object=file,
+            extract=mlc.Extract(column=column.name),
+            transforms=[mlc.Transform(json_path=member.name)],
+        )
+        subs.append(
+            mlc.Field(
+                id=f"{field_id}/{member.name}",
+                name=member.name,
+                data_types=[data_type],
+                source=source,
+            )
+        )
+    return mlc.Field(
+        id=field_id, name=column.name, description=description, sub_fields=subs, **array
     )
 
 

@@ -132,3 +132,33 @@ def test_validate_names_a_croissant_that_disagrees(
     broken = check_croissant(copy, files)
     assert [v.rule for v in broken] == ["croissant_valid"]
     assert "\n" not in broken[0].message
+
+
+def test_chat_message_columns_are_sub_fields(tmp_path: Path) -> None:
+    """na-train's SFT rows (a list of role/content structs) load back through mlcroissant."""
+    import mlcroissant as mlc
+    import pyarrow as pa
+
+    from nabench.schemas.na_train import SFT_ARROW
+    from nabench.stage.hub_layout import StagedTable, StagingArea
+
+    rows = {
+        "messages": [[{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A"}]],
+        "id": ["mmlu/all/test/00001"],
+        "variant": ["na_keyed"],
+        "gold": ["A"],
+        "sample_index": [0],
+        "seed": [7],
+    }
+    out = tmp_path / "sft"
+    manifest = {"kind": "na-train", "recipe": {"name": "t", "version": "1.0.0"}}
+    with StagingArea(out) as area:
+        area.add(StagedTable("sft", "train", pa.table(rows, schema=SFT_ARROW)))
+        area.commit(lambda _c, _i: "---\nlicense: mit\n---\n", manifest)
+    assert mlcroissant_problem(out / "croissant.json") is None
+    (record,) = mlc.Dataset(jsonld=str(out / "croissant.json")).records("sft/train")
+    messages = [
+        {k.rsplit("/", 1)[1]: _plain(v) for k, v in m.items()} for m in record["sft/train/messages"]
+    ]
+    assert messages == rows["messages"][0]
+    assert _plain(record["sft/train/seed"]) == 7
