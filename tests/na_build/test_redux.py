@@ -90,14 +90,18 @@ def test_redux_config_and_manifest_report_the_join(built: tuple[BuildResult, Exp
     assert validate_path(result.out).violations == []
 
 
-def test_flag_set_is_configurable(tmp_path: Path, mmlu_dir: Path) -> None:
+@pytest.mark.parametrize("flag", [["expert"], []], ids=["expert-only", "annotate-only"])
+def test_flag_set_is_configurable(tmp_path: Path, mmlu_dir: Path, flag: list[str]) -> None:
     expected = make_redux(mmlu_dir, tmp_path / "redux", hub_layout=False)
-    spec = ReduxSpec(location=str(tmp_path / "redux"), flag=["expert"])
+    spec = ReduxSpec(location=str(tmp_path / "redux"), flag=flag)  # type: ignore[arg-type]
     result = _build(mmlu_dir, tmp_path / "out", spec)
     excluded = pq.read_table(result.out / "excluded" / SPLIT_FILE).to_pylist()
     got = {r["id"] for r in excluded if any(x.startswith("redux_") for x in r["reasons"])}
-    assert got == {_item_id(r) for r, t in expected.error_types.items() if t == "expert"}
-    assert result.exclusions["by_reason"]["redux_expert"] == len(got) == 4
+    assert got == {_item_id(r) for r, t in expected.error_types.items() if t in flag}
+    assert result.exclusions["by_reason"].get("redux_expert", 0) == len(got) == 4 * len(flag)
+    annotations = pq.read_table(result.out / "redux" / SPLIT_FILE).to_pylist()
+    assert len(annotations) == len(expected.error_types)  # annotated whether flagged or not
+    assert {r["id"] for r in annotations if r["flagged"]} == got
 
 
 def test_recipe_accepts_a_location_alone_and_refuses_non_mmlu() -> None:
