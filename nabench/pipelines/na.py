@@ -356,4 +356,10 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         "the source (see above), which a model may exploit.",
         "Source errors (wrong keys, ambiguous questions) carry over to every variant.",
     ]
+    redux = _redux_card(manifest.get("redux"))
+    if redux is not None:
+        limitations.append(
+            f"MMLU-Redux checked {redux['checked']} of the build's items (it re-annotated a "
+            "sample per subject); errors in the others are not caught."
+        )
     return [*limitations, *partial_build_lines(manifest)]

@@ -87,6 +87,15 @@ def test_redux_config_and_manifest_report_the_join(built: tuple[BuildResult, Exp
     flagged = sum(t in DEFAULT_FLAGGED for t in expected.error_types.values())
     assert f"{checked} item(s) of this build were checked against MMLU-Redux" in card
     assert f"{flagged} item(s) were quarantined as `redux_<error_type>`" in card
+    assert f"MMLU-Redux checked {checked} of the build's items" in card
+    croissant = json.loads((result.out / "croissant.json").read_text())
+    assert f"MMLU-Redux checked {checked} of the build's items" in str(
+        croissant["rai:dataLimitations"]
+    )
+    redux_line = next(
+        x for x in croissant["rai:dataPreprocessingProtocol"] if x.startswith("MMLU-Redux")
+    )
+    assert f"{flagged} item(s) quarantined" in redux_line
     assert validate_path(result.out).violations == []
 
 
