@@ -113,6 +113,12 @@ _CROISSANT: dict[type, str] = {
 }
 
 
+def model_croissant_type(annotation: Any) -> tuple[str, bool]:
+    """(Croissant data type URI, is_array) of a row-model field's annotation."""
+    ft = field_type(annotation)
+    return (_CROISSANT[str], True) if ft.base is list else (_CROISSANT[ft.base], False)
+
+
 def croissant_type(arrow_type: pa.DataType) -> tuple[str, bool]:
     """(Croissant data type URI, is_array) of an Arrow column type; TypeError if none."""
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):

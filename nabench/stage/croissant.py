@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+from pydantic import BaseModel
 
 from nabench.audit.redux import flagged_total
-from nabench.schemas.derive import croissant_type
+from nabench.schemas.derive import croissant_type, model_croissant_type
 from nabench.schemas.kinds import ROW_KINDS
 from nabench.sources import SOURCES
 from nabench.stage.cards.context import labeler_lines
@@ -138,11 +139,8 @@ def _file_object(mlc: Any, st: StagedTable, hashes: Mapping[str, str]) -> mlc.Fi
 
 def _record_set(mlc: Any, st: StagedTable) -> mlc.RecordSet:
     rs_id = f"{st.config}/{st.split}"
-    described = _descriptions(st.table.schema)
-    fields = [
-        _field(mlc, st.relpath, f"{rs_id}/{c.name}", c, described.get(c.name))
-        for c in st.table.schema
-    ]
+    model = _row_model(st.table.schema)
+    fields = [_field(mlc, st.relpath, f"{rs_id}/{c.name}", c, model) for c in st.table.schema]
     return mlc.RecordSet(
         id=rs_id,
         name=rs_id,
@@ -151,8 +149,19 @@ def _record_set(mlc: Any, st: StagedTable) -> mlc.RecordSet:
     )
 
 
+def _leaf_type(column: pa.Field, model: type[BaseModel] | None) -> tuple[str, bool]:
+    """A column's type; an all-null column (Arrow type null: a labels file without that
+    column) has the type its row model gives it, else text."""
+    if not pa.types.is_null(column.type):
+        return croissant_type(column.type)
+    info = model.model_fields.get(column.name) if model is not None else None
+    return (
+        model_croissant_type(info.annotation) if info is not None else croissant_type(pa.string())
+    )
+
+
 def _field(
-    mlc: Any, file: str, field_id: str, column: pa.Field, description: str | None
+    mlc: Any, file: str, field_id: str, column: pa.Field, model: type[BaseModel] | None
 ) -> mlc.Field:
     """One column; a struct (or list of structs: chat messages) as sub-fields read from the
     column by JSON path (what mlcroissant's parquet reader understands, one level deep)."""
@@ -160,8 +169,10 @@ def _field(
     is_array = pa.types.is_list(value_type) or pa.types.is_large_list(value_type)
     inner = value_type.value_type if is_array else value_type
     array = {"is_array": True, "array_shape": "-1"} if is_array else {}
+    info = model.model_fields.get(column.name) if model is not None else None
+    description = info.description if info is not None else None
     if not pa.types.is_struct(inner):
-        data_type, _ = croissant_type(value_type)
+        data_type, _ = _leaf_type(column, model)
         return mlc.Field(
             id=field_id,
             name=column.name,
@@ -193,17 +204,12 @@ def _field(
     )
 
 
-def _descriptions(schema: pa.Schema) -> dict[str, str]:
-    """Column descriptions from the row model sharing most columns with the table."""
+def _row_model(schema: pa.Schema) -> type[BaseModel] | None:
+    """The row model sharing most columns with the table (its descriptions and, for an
+    all-null column, its types); None if none shares any (na-train's Arrow-only tables)."""
     names = set(schema.names)
-    best = max(ROW_KINDS.values(), key=lambda m: len(names & set(m.model_fields)), default=None)
-    if best is None:
-        return {}
-    return {
-        name: info.description
-        for name, info in best.model_fields.items()
-        if name in names and info.description
-    }
+    best = max(ROW_KINDS.values(), key=lambda m: len(names & set(m.model_fields)))
+    return best if names & set(best.model_fields) else None
 
 
 def rai_fields(manifest: Mapping[str, Any], facts: CardFacts) -> dict[str, Any]:

@@ -162,3 +162,25 @@ def test_chat_message_columns_are_sub_fields(tmp_path: Path) -> None:
     ]
     assert messages == rows["messages"][0]
     assert _plain(record["sft/train/seed"]) == 7
+
+
+def test_all_null_label_columns_get_the_row_models_type(tmp_path: Path, mmlu_dir: Path) -> None:
+    """A labels file without model / guideline_version: those columns are all null (Arrow
+    type null); croissant types them as the row model does and the records still load."""
+    import datasets
+    import mlcroissant as mlc
+
+    ids = [f"mmlu/all/test/{k:05d}" for k in range(10)]
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,na_applicable\n" + "".join(f"{i},true\n" for i in ids))
+    out = tmp_path / "o"
+    options = BuildOptions(source=str(mmlu_dir), out=out, labels=str(labels), limit=30)
+    build(load_recipe("mmlu-na"), options)
+    assert mlcroissant_problem(out / "croissant.json") is None
+    (labels_set,) = [rs for rs in _croissant(out)["recordSet"] if rs["@id"] == "labels/test"]
+    types = {f["name"]: f["dataType"] for f in labels_set["field"]}
+    assert types["model"] == "sc:Text" and types["na_applicable"] == "sc:Boolean"
+    records = list(mlc.Dataset(jsonld=str(out / "croissant.json")).records("labels/test"))
+    rows = datasets.load_dataset(str(out), "labels", split="test").to_list()
+    loaded = [{k.removeprefix("labels/test/"): _plain(v) for k, v in r.items()} for r in records]
+    assert loaded == rows and len(rows) == 10
