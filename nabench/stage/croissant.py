@@ -30,7 +30,14 @@ if TYPE_CHECKING:
 
     from nabench.stage.hub_layout import StagedTable
 
-__all__ = ["CROISSANT", "CardFacts", "croissant_json", "partial_build_lines", "rai_fields"]
+__all__ = [
+    "CROISSANT",
+    "CardFacts",
+    "croissant_json",
+    "partial_build_lines",
+    "rai_fields",
+    "released_croissant",
+]
 
 PARQUET = "application/x-parquet"
 CONFORMS_TO = ("http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0")
@@ -106,6 +113,19 @@ def croissant_json(
     return (text + "\n").encode("utf-8")
 
 
+def released_croissant(data: bytes, repo_id: str, version: str) -> bytes:
+    """croissant.json as released: the repository's URL and the release version (a
+    `publish --version` may differ from the recipe's); every other byte as built."""
+    metadata = json.loads(data)
+    metadata["url"] = _hub_url(repo_id)
+    metadata["version"] = version
+    return (json.dumps(metadata, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _hub_url(repo_id: str) -> str:
+    return f"https://huggingface.co/datasets/{repo_id}"
+
+
 def _as_list(value: Any) -> list[str] | None:
     if value is None or value == []:
         return None
@@ -124,7 +144,7 @@ def _citation(manifest: Mapping[str, Any]) -> str | None:
 
 def _url(recipe: Mapping[str, Any]) -> str | None:
     repo = (recipe.get("publish") or {}).get("repo_id")
-    return f"https://huggingface.co/datasets/{repo}" if repo else None
+    return _hub_url(str(repo)) if repo else None
 
 
 def _file_object(mlc: Any, st: StagedTable, hashes: Mapping[str, str]) -> mlc.FileObject:
