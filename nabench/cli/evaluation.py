@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from nabench.audit.redux import read_annotations
 from nabench.cli.model_flags import (
     BACKENDS,
     ModelFlags,
@@ -182,6 +183,13 @@ def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
     help="NA-applicability labels (a build's labels/*.parquet, or parquet/CSV/JSONL with "
     "id, na_applicable) for na-paper's full vs NA-filtered correlation.",
 )
+@click.option(
+    "--redux",
+    "redux_path",
+    type=click.Path(exists=True, path_type=Path),
+    help="A build made with audit.redux (or its redux/*.parquet): adds headline_redux, every "
+    "headline drop split into MMLU-Redux `ok` vs `flagged` items.",
+)
 def report_cmd(
     results: tuple[Path, ...],
     out: Path,
@@ -189,6 +197,7 @@ def report_cmd(
     no_plots: bool,
     protocol: str | None,
     labels_path: Path | None,
+    redux_path: Path | None,
 ) -> None:
     """Report over eval RESULTS folders: accuracy tables, panel reliability, plots."""
 
@@ -211,6 +220,7 @@ def report_cmd(
         plots=not no_plots,
         protocol=preset,
         labels=labels,
+        redux=None if redux_path is None else read_annotations(redux_path),
     )
     for note in report.notes:
         click.echo(f"note: {note}")

@@ -18,7 +18,7 @@ answered it in, against ``original``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,7 @@ from nabench.stats.power import mde_of_counts
 __all__ = [
     "HEADLINE_COLUMNS",
     "headline_by",
+    "headline_redux",
     "headline_table",
     "paired_frame",
     "worst_case_table",
@@ -225,6 +226,20 @@ def headline_table(results: Results, variants: Sequence[str]) -> dict[str, pd.Da
         "headline_categories": add_family(categories, True, "categories × variants"),
         "worst_case": add_family(worst_case_table(paired, results), False, "worst case"),
     }
+
+
+def headline_redux(
+    results: Results, variants: Sequence[str], error_types: Mapping[str, str]
+) -> pd.DataFrame:
+    """The headline split by MMLU-Redux verdict (``redux``: ``ok``, or ``flagged`` for any
+    other error type, `expert` included), over the items Redux annotated (``error_types``:
+    item id -> error_type, a build's ``redux`` config); unannotated items are left out."""
+    paired = paired_frame(results, variants)
+    verdict = paired["source_id"].map(error_types)
+    paired = paired.loc[verdict.notna()].assign(
+        redux=np.where(verdict[verdict.notna()] == "ok", "ok", "flagged")
+    )
+    return headline_by(paired, results, ["redux"])
 
 
 def worst_case_table(paired: pd.DataFrame, results: Results) -> pd.DataFrame:

@@ -31,7 +31,9 @@ Jinja template), :mod:`~.plots`. This module builds them and writes the files.
   (mean item score with the invalid credit; never called accuracy); ``panel``, ``kr20_category``,
   ``correlations``: the panel tables (numbers null, ``note`` saying why, below 5 models);
 * with ``--protocol``: ``protocol`` (the preset) and ``paper_tables`` (name → rows; see
-  :mod:`~nabench.evaluation.paper_report`).
+  :mod:`~nabench.evaluation.paper_report`);
+* with ``--redux``: ``headline_redux``, the headline per run × config × ``redux`` (``ok`` /
+  ``flagged``: the build's MMLU-Redux verdict on the item; see ``headline.headline_redux``).
 
 Missing numbers are ``null``. Every table is also written as ``tables/<name>.csv``.
 """
@@ -39,14 +41,14 @@ Missing numbers are ``null``. Every table is also written as ``tables/<name>.csv
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from nabench.core.atomic import atomic_file
-from nabench.evaluation.headline import headline_table
+from nabench.evaluation.headline import headline_redux, headline_table
 from nabench.evaluation.html import write_html
 from nabench.evaluation.members import pairing_notes, panel_notes, report_members
 from nabench.evaluation.panel import (
@@ -87,10 +89,12 @@ def build_report(
     min_coverage: float = 1.0,
     protocol: Protocol | None = None,
     labels: pd.DataFrame | None = None,
+    redux: Mapping[str, str] | None = None,
 ) -> Report:
     """Compute every table (no files written); a protocol preset adds its paper's tables
-    (``labels``: NA-applicability labels, id → na_applicable, for the NA-filtered table).
-    One run per model (:mod:`~nabench.evaluation.members`); ``notes`` say what was left out."""
+    (``labels``: NA-applicability labels, id → na_applicable, for the NA-filtered table;
+    ``redux``: id → MMLU-Redux error_type, for ``headline_redux``). One run per model
+    (:mod:`~nabench.evaluation.members`); ``notes`` say what was left out."""
     results, notes = report_members(results)
     configs = config_table(results)
     variants = results.mc_variants()
@@ -111,6 +115,8 @@ def build_report(
         "phrasing": phrasing_table(configs[configs["role"] == "model"]),
         "confidence": confidence_table(results),
     }
+    if redux is not None:
+        tables["headline_redux"] = headline_redux(results, variants, redux)
     compared = [ORIGINAL, *variants]
     paper = (
         {}
@@ -156,6 +162,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "panel_status": "ok" if len(res.models) >= MIN_MODELS else NEEDS_MODELS,
             "notes": report.notes,
             **{k: _records(t[k]) for k in keys},
+            **({"headline_redux": _records(t["headline_redux"])} if "headline_redux" in t else {}),
             **(
                 {}
                 if report.protocol is None
@@ -176,11 +183,12 @@ def write_report(
     html: bool = True,
     protocol: Protocol | None = None,
     labels: pd.DataFrame | None = None,
+    redux: Mapping[str, str] | None = None,
 ) -> Report:
     """Load results, compute the tables, write CSVs, plots, ``report.md``, ``report.json``
     and (``html``) the self-contained ``report.html`` (:mod:`~nabench.evaluation.html`)."""
     out = Path(out)
-    report = build_report(load_results(paths), min_coverage, protocol, labels)
+    report = build_report(load_results(paths), min_coverage, protocol, labels, redux)
     tables_dir = out / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)
     for name, df in report.tables.items():

@@ -7,8 +7,8 @@ recorded settings come from :mod:`~nabench.evaluation.run_identity`: a folder ho
 run with other settings is never written into.
 
 ``eval`` refuses the configs that hold no evaluation items (``excluded``: quarantined
-items; ``labels``: NA-applicability labels) and skips them, ``fewshot`` and
-``qi_step1`` when no config is named.
+items; ``labels``: NA-applicability labels; ``redux``: MMLU-Redux annotations) and skips
+them, ``fewshot`` and ``qi_step1`` when no config is named.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 # Configs of built datasets that are no evaluation items: refused when named.
-REFUSED_CONFIGS = ("excluded", "labels")
+REFUSED_CONFIGS = ("excluded", "labels", "redux")
 # ...and, with these, skipped when no config is named.
 NON_EVAL_CONFIGS = (*REFUSED_CONFIGS, "fewshot", "qi_step1")
 
@@ -174,7 +174,8 @@ def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -
     if refused:
         raise NabenchError(
             f"config(s) {refused} hold no evaluation items (excluded: quarantined items; "
-            "labels: NA-applicability labels); evaluate the perturbed configs"
+            "labels: NA-applicability labels; redux: MMLU-Redux annotations); evaluate the "
+            "perturbed configs"
         )
     try:
         names = datasets.get_dataset_config_names(dataset, revision=revision)

@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 
 from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
+from nabench.audit.redux import ReduxAudit, flagged_total
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.perturb import BUILDERS, Builder, ItemColumns
 from nabench.perturb.na_keyed import phrasing_config
@@ -34,6 +35,7 @@ from nabench.sources import Source, get_source
 from nabench.sources.sample import SAMPLE_DRAW
 from nabench.stage.cards import context as cc
 from nabench.stage.cards import finalize_parts, render_body
+from nabench.stage.croissant import CardFacts, partial_build_lines
 from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -45,7 +47,7 @@ from nabench.validate.invariants import (
 )
 
 # Configs that hold no perturbed items: quarantined source rows and the published labels.
-NON_VARIANT_CONFIGS = frozenset({"excluded", "labels"})
+NON_VARIANT_CONFIGS = frozenset({"excluded", "labels", "redux"})
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
@@ -84,6 +86,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     all_texts = inserted_texts(builders, "has_all_option")
     label_source = build_label_source(recipe, options)
     label_mode = label_source.mode if label_source else "none"
+    redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
 
     # Parquet files are written in the background as soon as each config is built; nothing
     # reaches `out` unless validation passes and `commit` swaps the finished tree in.
@@ -101,8 +104,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
             bar.update()
             with clock("audit"):
-                items, audit, donors = _audit_split(
-                    recipe, loaded.items, options, seed, (na_texts, all_texts)
+                items, audit, donors, annotations = _audit_split(
+                    recipe, loaded.items, options, seed, (na_texts, all_texts), redux, split
                 )
             sources_meta[split] = split_record(loaded, items)
             check_strict(audit.excluded, options.strict)
@@ -121,6 +124,8 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 area.add(StagedTable(builder.config_name, split, table))
                 bar.update()
             area.add(StagedTable("excluded", split, excluded))
+            if annotations is not None:
+                area.add(StagedTable("redux", split, annotations))
             if published is not None:
                 area.add(StagedTable("labels", split, published))
             bar.update()
@@ -139,10 +144,11 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 staged, excluded_tables, "nabench.validate.invariants", **checks
             ),
             "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
+            **({"redux": redux.summary()} if redux else {}),
         }
         readme = _readme_renderer(recipe, source, manifest, staged, out)
         with clock("stage"):  # what is left of the background writes, then README + manifest
-            area.commit(readme, manifest)
+            area.commit(readme, manifest, CardFacts(tuple(_limitations(manifest))))
         counts, exclusions = manifest["counts"], manifest["exclusions"]
         shares, warnings = checks["letter_shares"], checks["warnings"]
         return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
@@ -182,21 +188,31 @@ def _audit_split(
     loaded: pa.Table,
     options: BuildOptions,
     seed: int,
-    inserted: tuple[Sequence[str], Sequence[str]],
-) -> tuple[pa.Table, Audit, pa.Table]:
-    """The items used (`--limit` / `--sample`, see `audited_selection`), their audit, and the
-    donor pool (the audited *whole* split)."""
+    texts: tuple[Sequence[str], Sequence[str]],
+    redux: ReduxAudit | None,
+    split: str,
+) -> tuple[pa.Table, Audit, pa.Table, pa.Table | None]:
+    """The items used (`--limit` / `--sample`, see `audited_selection`), their audit, the
+    donor pool (the audited *whole* split, so a partial build borrows exactly what the full
+    build borrows), and the Redux annotations of the items used (None without
+    `audit.redux`)."""
     unknown = sorted(set(recipe.exclude_subjects) - set(loaded.column("subject").to_pylist()))
     if unknown:
         raise NabenchError(f"recipe {recipe.name}: exclude_subjects {unknown} not in the source")
+    na_texts, all_texts = texts
 
     def run(table: pa.Table) -> Audit:
-        return audit_items(table, *inserted, exclude_subjects=recipe.exclude_subjects)
+        # A donor-pool pass (split None): Redux flags quarantine, the join is not reported.
+        flags = redux.join(table, None)[0] if redux else {}
+        return audit_items(
+            table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects, extra_flags=flags
+        )
 
     items, audit, whole = audited_selection(
         loaded, run, limit=options.limit, sample=options.sample, seed=seed
     )
-    return items, audit, whole.eligible
+    annotations = redux.join(items, split)[1] if redux else None
+    return items, audit, whole.eligible, annotations
 
 
 def validate_staged(
@@ -299,6 +315,7 @@ def _na_card_context(
         "exclusions_total": manifest["exclusions"]["total"],
         "exclusions": manifest["exclusions"]["by_reason"],
         "audit_patterns": manifest["audit_patterns"],
+        "redux": _redux_card(manifest.get("redux")),
         "na_rates": cc.na_rates(staged),
         "letters": letters,
         "letter_rows": letter_rows,
@@ -319,6 +336,23 @@ def _draw_lines(builders: Sequence[Builder], manifest: dict[str, Any]) -> list[s
     return [d.card_line() for d in unique.values()]
 
 
+def _redux_card(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The card's MMLU-Redux figures: items checked, flagged, per error type (all splits)."""
+    if summary is None:
+        return None
+    by_type: dict[str, int] = {}
+    for per in summary["by_split"].values():
+        for error_type, n in per.items():
+            by_type[error_type] = by_type.get(error_type, 0) + n
+    return {
+        **summary,
+        "checked": sum(by_type.values()),
+        "flagged": flagged_total(summary),
+        "unmatched_count": len(summary["unmatched"]),
+        "by_type": dict(sorted(by_type.items())),
+    }
+
+
 def _limitations(manifest: dict[str, Any]) -> list[str]:
     """The card's limitations: what NA-keyed items, inserted texts and the source cannot
     guarantee, and any --limit/--sample that makes this build partial."""
@@ -334,14 +368,10 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         "the source (see above), which a model may exploit.",
         "Source errors (wrong keys, ambiguous questions) carry over to every variant.",
     ]
-    if manifest.get("limit"):
+    redux = _redux_card(manifest.get("redux"))
+    if redux is not None:
         limitations.append(
-            f"Built from the first {manifest['limit']} items per split only (--limit)."
+            f"MMLU-Redux checked {redux['checked']} of the build's items (it re-annotated a "
+            "sample per subject); errors in the others are not caught."
         )
-    if manifest.get("sample"):
-        limitations.append(
-            f"Built from a seeded sample of {manifest['sample']} of the items per split that "
-            "passed the eligibility audit, stratified by subject (--sample); the exclusions "
-            "above are the sample's own (none from the audit)."
-        )
-    return limitations
+    return [*limitations, *partial_build_lines(manifest)]

@@ -15,6 +15,7 @@ from pydantic import (
 
 from nabench.core.version import release_version
 from nabench.schemas.model import ModelSpec
+from nabench.schemas.redux import AuditSpec
 
 
 def _check_semver(value: str) -> str:
@@ -137,12 +138,15 @@ class Recipe(_Spec):
     )
     variants: list[VariantSpec] = Field(min_length=1)
     labels: LabelsSpec = Field(default_factory=LabelsSpec)
+    audit: AuditSpec = Field(default_factory=AuditSpec)
     publish: PublishSpec = Field(default_factory=PublishSpec)
 
     @model_validator(mode="after")
     def _has_original(self) -> Recipe:
         if not any(v.kind == "original" for v in self.variants):
             raise ValueError("variants must include 'original' (the control every id traces to)")
+        if self.audit.redux is not None and self.source.dataset != "mmlu":
+            raise ValueError("audit.redux (MMLU-Redux) applies to mmlu recipes only")
         return self
 
 

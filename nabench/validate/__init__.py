@@ -55,6 +55,8 @@ def table_kind(table: pa.Table) -> str:
         return "excluded_item"
     if "na_applicable" in names and "choices" not in names:
         return "labels"
+    if "error_type" in names:
+        return "redux_annotation"
     return "item"
 
 

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_digest, card_sha256
 from nabench.core.safe_load import UnsafeInput, decode_utf8, load_json, load_yaml
+from nabench.validate.croissant import check_croissant
 from nabench.validate.invariants import Violation
 
 MANIFEST = "build.json"
@@ -193,4 +194,9 @@ def check_build_tree(root: Path) -> list[Violation]:
     manifest, raw, problems = read_manifest(root)
     if manifest is None:
         return problems
-    return [*check_files(root, manifest["files"]), *check_card(root, raw, manifest.get("counts"))]
+    files = manifest["files"]
+    return [
+        *check_files(root, files),
+        *check_card(root, raw, manifest.get("counts")),
+        *check_croissant(root, files),
+    ]

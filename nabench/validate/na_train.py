@@ -17,6 +17,8 @@ import pyarrow.parquet as pq
 
 from nabench.audit.contamination import EvalIndex
 from nabench.core.errors import NabenchError
+from nabench.validate.build_tree import read_manifest
+from nabench.validate.croissant import check_croissant
 from nabench.validate.invariants import ValidationReport, Violation
 
 Parse = Callable[[str, int], "str | None"]
@@ -188,6 +190,11 @@ def check_na_train(
     return out
 
 
+def _croissant(path: Path) -> list[Violation]:
+    manifest, _, problems = read_manifest(path)
+    return problems if manifest is None else check_croissant(path, manifest["files"])
+
+
 def validate_na_train_dir(path: Path, parse: Parse | None) -> ValidationReport:
     """`nabench validate` on an na-train build: every invariant but the contamination check,
     which needs the evaluation splits (the build ran it; see build.json `decontamination`)."""
@@ -201,7 +208,7 @@ def validate_na_train_dir(path: Path, parse: Parse | None) -> ValidationReport:
     if "samples" not in tables:
         raise NabenchError(f"{path}: an na-train build without a samples config")
     report = ValidationReport(files=len(tables), rows=sum(t.num_rows for t in tables.values()))
-    report.violations = check_na_train(tables, parse, None)
+    report.violations = [*check_na_train(tables, parse, None), *_croissant(path)]
     report.notes.append(
         f"{path}: na-train build, {report.rows} rows in {', '.join(tables)}; contamination "
         "against the evaluation splits was checked at build time (build.json)"

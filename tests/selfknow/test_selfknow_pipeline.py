@@ -26,6 +26,8 @@ from nabench.selfknow import load_taxonomy
 from nabench.selfknow.classify import CLASSIFICATIONS_ARROW
 from nabench.selfknow.generate import QUARANTINE_ARROW, QUARANTINE_REASONS, TASKS_ARROW
 from nabench.selfknow.recipe import SelfKnowRecipe
+from nabench.validate import validate_path
+from nabench.validate.croissant import mlcroissant_problem
 
 TAXONOMY = load_taxonomy()
 
@@ -173,6 +175,12 @@ def _check_output(out: Path, slots: int, styles: list[str]) -> dict[str, Any]:
     tree = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert set(manifest["files"]) == tree - {"build.json"}
     assert {f for f in tree if f.startswith("report/")} >= {"report/report.md"}
+    # croissant.json: valid for mlcroissant, one record set per config, the model named
+    assert mlcroissant_problem(out / "croissant.json") is None
+    croissant = json.loads((out / "croissant.json").read_text())
+    assert {rs["@id"] for rs in croissant["recordSet"]} == {f"{c}/test" for c in manifest["counts"]}
+    assert manifest["generator_model"] in croissant["rai:dataCollection"]
+    assert validate_path(out).violations == []
     # side files are named relative to the output, never by an absolute local path
     text = (out / "build.json").read_text() + readme
     assert str(out.parent) not in text and not Path(manifest["cache"]).is_absolute()
