@@ -24,7 +24,8 @@ from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
 from nabench.schemas.protocol import protocols
 from nabench.validate import validate_path
-from nabench.validate.contributions import parse_sources
+from nabench.pipelines.rebuild import build_source, compare_with_rebuild
+from nabench.validate.contributions import is_contributions_dir, parse_sources
 
 
 @click.group(cls=NabenchGroup)
@@ -145,6 +146,7 @@ def build(
         publish_build(
             result.out,
             repo_id,
+            compare=False,  # built from that source a moment ago, in this process
             dry_run=dry_run,
             to=push_to,
             private=spec.publish.private,
@@ -159,7 +161,8 @@ def build(
     "sources",
     multiple=True,
     metavar="[DATASET=]LOCATION",
-    help="Contributions: source data to trace ids to (e.g. mmlu=../shared/data/cais__mmlu).",
+    help="A build: rebuild it from this source (path or Hub id) and compare every row. "
+    "Contributions: source data to trace ids to (e.g. mmlu=../shared/data/cais__mmlu).",
 )
 @click.option(
     "--release",
@@ -170,9 +173,15 @@ def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Pat
     """Check a built folder, a parquet/JSONL file or a contributions/ folder; exit 1 on any
     violation."""
 
+    located = parse_sources(sources)
+    rebuild = bool(located) and path.is_dir() and not is_contributions_dir(path)
     report = validate_path(
-        path, sources=parse_sources(sources) or None, release=release, parse=parse_answer
+        path, sources=None if rebuild else located or None, release=release, parse=parse_answer
     )
+    if rebuild:  # a build: --source is what to rebuild it from
+        location = build_source(path, located)
+        report.violations += compare_with_rebuild(path, location)
+        report.notes.append(f"compared every row with a rebuild from {location}")
     for line in report.notes:
         click.echo(line)
     for violation in report.violations[:max_errors]:

@@ -186,24 +186,3 @@ def check_na_train(
     if eval_index is not None:
         out += check_contamination(tables, eval_index, samples, split)
     return out
-
-
-def validate_na_train_dir(path: Path, parse: Parse | None) -> ValidationReport:
-    """`nabench validate` on an na-train build: every invariant but the contamination check,
-    which needs the evaluation splits (the build ran it; see build.json `decontamination`)."""
-    if parse is None:
-        raise NabenchError(f"{path}: validating an na-train build needs the answer parser")
-    tables: dict[str, pa.Table] = {}
-    for config in CONFIGS:
-        files = sorted((path / config).glob("*.parquet"))
-        if files:
-            tables[config] = pa.concat_tables([pq.read_table(f) for f in files])
-    if "samples" not in tables:
-        raise NabenchError(f"{path}: an na-train build without a samples config")
-    report = ValidationReport(files=len(tables), rows=sum(t.num_rows for t in tables.values()))
-    report.violations = check_na_train(tables, parse, None)
-    report.notes.append(
-        f"{path}: na-train build, {report.rows} rows in {', '.join(tables)}; contamination "
-        "against the evaluation splits was checked at build time (build.json)"
-    )
-    return report

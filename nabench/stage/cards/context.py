@@ -11,36 +11,6 @@ import yaml
 
 from nabench.schemas.item import PerturbedItem
 
-# The rules `nabench.validate.invariants.check_perturbed` enforces on every perturbed config.
-INVARIANTS: tuple[tuple[str, str], ...] = (
-    ("key_in_range", "the answer index points at an existing option"),
-    ("choices_non_empty", "no option is empty"),
-    ("choices_distinct", "no two options have the same text"),
-    ("na_exactly_once", "NA / All-of-the-above variants hold the inserted text exactly once"),
-    ("variant_known", "every row names a known variant"),
-    (
-        "no_flagged_option",
-        "no option but the inserted one is an NA / all-type phrasing or names other options",
-    ),
-    ("unreplaced_unchanged", "NA variants: every option not replaced equals the source's"),
-    ("original_unchanged", "`original` rows equal their source rows"),
-    ("na_keyed_key_is_na", "`na_keyed`: the key is the NA text"),
-    ("na_keyed_gold_absent", "`na_keyed`: the original gold text is gone"),
-    ("na_keyed_in_place", "`na_keyed`: NA replaces the gold option in place"),
-    ("na_keyed_last_key_is_last_na", "`na_keyed_last`: the key is the NA text, last"),
-    ("na_keyed_last_gold_absent", "`na_keyed_last`: the original gold text is gone"),
-    ("na_keyed_last_order_kept", "`na_keyed_last`: the other options keep their order"),
-    ("foreign_key_in_place", "`foreign_key`: the borrowed text replaces the gold in place, as key"),
-    ("foreign_key_not_own_option", "`foreign_key`: the borrowed text is none of the own options"),
-    ("foreign_key_others_unchanged", "`foreign_key`: every other option is unchanged"),
-    ("na_distractor_key_is_gold", "`na_distractor`: the key is still the original gold"),
-    ("na_distractor_replaced_distractor", "`na_distractor`: NA replaced a distractor"),
-    ("aota_appended", "`all_of_the_above`: the original options plus the text, last"),
-    ("aota_key_unchanged", "`all_of_the_above`: the key is unchanged"),
-    ("ids_unique", "ids are unique within a config"),
-    ("id_in_original", "every perturbed id appears in `original` (traceable to its source row)"),
-)
-
 WHY = {
     "original": "the source items, unchanged, as the baseline",
     "na_keyed": (
