@@ -19,12 +19,12 @@ from nabench.core.version import __version__
 from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
 from nabench.pipelines.label import run_label_command
+from nabench.pipelines.rebuild import build_source, compare_with_rebuild
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
 from nabench.schemas.protocol import protocols
 from nabench.validate import validate_path
-from nabench.pipelines.rebuild import build_source, compare_with_rebuild
 from nabench.validate.contributions import is_contributions_dir, parse_sources
 
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from nabench.audit.eligibility import Audit, audit_items, split_by_flags
 from nabench.core.errors import NabenchError, ValidationFailed
-from nabench.perturb.artifacts import PROMPT_TYPES, Items, TextMode, plan_fewshot
+from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.core.arrow import ListColumn, as_bool_mask
+from nabench.core.arrow import as_bool_mask
 from nabench.perturb import BUILDERS
 from nabench.schemas import Violation, nullable_types, pandera_schema, schema_violations
 from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, PLACEMENT_RULES
@@ -59,7 +59,12 @@ def first_repeats(values: pa.Array) -> np.ndarray:
 
 
 _INSERTING = ("na_keyed", "na_distractor", "all_of_the_above", NA_KEYED_LAST, FOREIGN_KEY)
-_KEYED, _DIST, _ORIG, _AOTA = ("na_keyed",), ("na_distractor",), ("original",), ("all_of_the_above",)
+_KEYED, _DIST, _ORIG, _AOTA = (
+    ("na_keyed",),
+    ("na_distractor",),
+    ("original",),
+    ("all_of_the_above",),
+)
 
 # The row invariants of a perturbed table, any variant; `description` is the card's text.
 ROW_RULES: tuple[Rule, ...] = (
@@ -89,9 +94,7 @@ ROW_RULES: tuple[Rule, ...] = (
         "NA / All-of-the-above variants hold the inserted text exactly once",
         _INSERTING,
         lambda v: v.na_count != 1,
-        lambda v, i: (
-            f"{show(v.na_text, i)} appears {v.na_count[i]} times (expected exactly once)"
-        ),
+        lambda v, i: f"{show(v.na_text, i)} appears {v.na_count[i]} times (expected exactly once)",
     ),
     Rule(
         "variant_known",
@@ -199,36 +202,8 @@ def _not_in_original(v: Rows) -> np.ndarray:
     return ~as_bool_mask(pc.is_in(v.ids, value_set=original_ids))
 
 
-_TRACED = ("source", "subject", "question", "original_answer")
-
-
-def _fields_differ(v: Rows) -> dict[str, np.ndarray]:
-    """Per traced field, the rows (of ids found in `original`) that differ from the
-    `original` row of their id (ids missing there are `id_in_original`'s)."""
-    if v.source is None or v.source.num_rows == 0:
-        return {}
-    pos = pc.index_in(v.ids, value_set=v.source.column("id").combine_chunks().cast(pa.string()))
-    found = ~np.asarray(pos.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    source = v.source.take(pos.fill_null(0))
-    out: dict[str, np.ndarray] = {}
-    for name in _TRACED:
-        mine = v.table.column(name).combine_chunks()
-        theirs = source.column("answer" if name == "original_answer" else name).combine_chunks()
-        same = pc.or_kleene(
-            pc.equal(mine, theirs.cast(mine.type)),
-            pc.and_kleene(pc.is_null(mine), pc.is_null(theirs)),
-        )
-        out[name] = found & ~as_bool_mask(same)
-    theirs_choices = ListColumn(source.column("choices"))
-    same_choices = (v.original.lengths == theirs_choices.lengths) & v.original.prefix_equal(
-        theirs_choices
-    )
-    out["original_choices"] = found & ~same_choices
-    return out
-
-
 def _explain_fields(v: Rows, i: int) -> str:
-    fields = ", ".join(k for k, mask in _fields_differ(v).items() if mask[i])
+    fields = ", ".join(k for k, mask in v.traced_differences.items() if mask[i])
     return f"{fields} differ(s) from the `original` row of this id"
 
 
@@ -259,7 +234,7 @@ BUILD_RULES: tuple[Rule, ...] = (
         "original_fields_match",
         "each row's source fields and original options equal its `original` row",
         tuple(x for x in VARIANTS if x != "original"),
-        lambda v: np.logical_or.reduce([np.zeros(v.n, dtype=bool), *_fields_differ(v).values()]),
+        lambda v: np.logical_or.reduce([np.zeros(v.n, dtype=bool), *v.traced_differences.values()]),
         _explain_fields,
     ),
 )

@@ -158,7 +158,7 @@ def validate_artifacts(
             report.violations.extend(check_schema(part.table, "item", part.relpath))
         else:
             report.violations.extend(
-                check_artifacts(part.table, part.relpath, k=k, questions=questions, text=text)  # type: ignore[arg-type]
+                check_artifacts(part.table, part.relpath, k=k, questions=questions, text=text)
             )
             types = " ".join(f"{a}={b}" for a, b in prompt_type_counts(part.table).items())
             report.notes.append(f"{part.relpath}: {part.table.num_rows} rows, prompt types {types}")
@@ -178,7 +178,9 @@ def validate_selfknow(parts: Sequence[ConfigTable]) -> ValidationReport:
         tables[part.config] = part.table
     tasks, verdicts = tables.get("tasks"), tables.get("classifications")
     if tasks is not None and verdicts is not None and "task_id" in verdicts.column_names:
-        known = set(tasks.column("task_id").to_pylist()) if "task_id" in tasks.column_names else set()
+        known = (
+            set(tasks.column("task_id").to_pylist()) if "task_id" in tasks.column_names else set()
+        )
         for i, task_id in enumerate(verdicts.column("task_id").to_pylist()):
             if task_id not in known:
                 report.violations.append(
@@ -264,9 +266,11 @@ def read_parts(root: Path, report: ValidationReport) -> list[Part]:
             rel = path.relative_to(root).as_posix()
             try:
                 table = pq.read_table(path)
-            except Exception as exc:  # noqa: BLE001 - any unreadable file is one violation
+            except Exception as exc:  # one unreadable file never hides the others
                 report.violations.append(
-                    Violation(rel, -1, "-", "file_readable", f"cannot read ({type(exc).__name__}: {exc})")
+                    Violation(
+                        rel, -1, "-", "file_readable", f"cannot read ({type(exc).__name__}: {exc})"
+                    )
                 )
                 continue
             parts.append(Part(config, split_of(path.name), table, rel))

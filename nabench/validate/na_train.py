@@ -9,15 +9,12 @@ below `evaluation/` and must not import it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from nabench.audit.contamination import EvalIndex
-from nabench.core.errors import NabenchError
-from nabench.validate.invariants import ValidationReport, Violation
+from nabench.validate.invariants import Violation
 
 Parse = Callable[[str, int], "str | None"]
 CONFIGS = ("sft", "dpo", "samples", "discarded")

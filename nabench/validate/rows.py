@@ -19,6 +19,8 @@ import pyarrow.compute as pc
 from nabench.audit.patterns import any_flagged, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
 
+# Item fields a perturbed row copies from its source row (`original_answer` is `answer` there).
+TRACED = ("source", "subject", "question", "original_answer")
 NA_KEYED_LAST = "na_keyed_last"
 FOREIGN_KEY = "foreign_key"
 
@@ -130,6 +132,31 @@ class Rows:
             differ = ~self.equal(self.choices.column(j), self.original.column(j))
             changed |= differ & (self.replaced != j)
         return changed | ~self.same_len
+
+    @cached_property
+    def traced_differences(self) -> dict[str, np.ndarray]:
+        """Per traced field, the rows (of ids found in `source`) that differ from the
+        `original` row of their id (ids missing there are `id_in_original`'s)."""
+        if self.source is None or self.source.num_rows == 0:
+            return {}
+        pos = pc.index_in(self.ids, value_set=_strings(self.source, "id"))
+        found = ~np.asarray(pos.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        source = self.source.take(pos.fill_null(0))
+        out: dict[str, np.ndarray] = {}
+        for name in TRACED:
+            mine = self.table.column(name).combine_chunks()
+            theirs = source.column("answer" if name == "original_answer" else name)
+            theirs = theirs.combine_chunks().cast(mine.type)
+            same = pc.or_kleene(
+                pc.equal(mine, theirs), pc.and_kleene(pc.is_null(mine), pc.is_null(theirs))
+            )
+            out[name] = found & ~as_bool_mask(same)
+        theirs_choices = ListColumn(source.column("choices"))
+        same_choices = self.original.lengths == theirs_choices.lengths
+        out["original_choices"] = found & ~(
+            same_choices & self.original.prefix_equal(theirs_choices)
+        )
+        return out
 
     def is_variant(self, name: str) -> np.ndarray:
         return as_bool_mask(pc.equal(self.variant, name))
