@@ -15,6 +15,7 @@ from nabench.cli.llm import llm
 from nabench.cli.model_flags import ModelFlags, model_options, run_options
 from nabench.cli.publish import check_push_target, publish, publish_build
 from nabench.cli.selfknow import selfknow
+from nabench.core.errors import NabenchError
 from nabench.core.version import __version__
 from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
@@ -24,7 +25,7 @@ from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, 
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
 from nabench.schemas.protocol import protocols
-from nabench.validate import validate_path
+from nabench.validate import ValidationReport, Violation, validate_path
 from nabench.validate.contributions import is_contributions_dir, parse_sources
 
 
@@ -44,6 +45,20 @@ def list_cmd() -> None:
 
     for path in shipped_recipes().values():
         click.echo(recipe_summary(path))
+
+
+def _rebuild_violations(
+    path: Path, located: dict[str, str], report: ValidationReport
+) -> list[Violation]:
+    """The rows that differ from a rebuild; a build that cannot be rebuilt fails too (the
+    comparison was asked for), after the violations found without it are listed."""
+    try:
+        location = build_source(path, located)
+        found = compare_with_rebuild(path, location)
+    except NabenchError as exc:
+        return [Violation(path.name, -1, "-", "rebuild_matches", f"not compared: {exc}")]
+    report.notes.append(f"compared every row with a rebuild from {location}")
+    return found
 
 
 @main.command()
@@ -179,9 +194,7 @@ def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Pat
         path, sources=None if rebuild else located or None, release=release, parse=parse_answer
     )
     if rebuild:  # a build: --source is what to rebuild it from
-        location = build_source(path, located)
-        report.violations += compare_with_rebuild(path, location)
-        report.notes.append(f"compared every row with a rebuild from {location}")
+        report.violations += _rebuild_violations(path, located, report)
     for line in report.notes:
         click.echo(line)
     for violation in report.violations[:max_errors]:

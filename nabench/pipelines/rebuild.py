@@ -21,7 +21,7 @@ from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.validate.build_tree import read_manifest
 from nabench.validate.invariants import Violation
-from nabench.validate.kinds import config_files
+from nabench.validate.kinds import config_files, infer_kind
 
 # Kinds a rebuild needs no model for (selfknow and na-train sample an LLM).
 REBUILDABLE = ("na", "artifacts")
@@ -58,7 +58,7 @@ def build_source(build: Path, located: Mapping[str, str]) -> str:
 def rebuild_options(build: Path, manifest: Mapping[str, Any], source: str, out: Path) -> Any:
     """The BuildOptions that reproduce `build` from `source` (labels: none, or the build's
     own `labels` config when it was built with labels)."""
-    kind = manifest.get("kind")
+    kind = infer_kind(build) or manifest.get("kind")  # what it holds, not what it says
     if kind not in REBUILDABLE:
         raise NabenchError(
             f"{build}: a {kind!r} build cannot be rebuilt without its models "

@@ -268,3 +268,14 @@ def test_untouched_build_validates_against_its_source(arc_build: Path, arc_dir: 
     code, output = _validate(arc_build, "--source", str(arc_dir))
     assert code == 0, output
     assert "compared every row with a rebuild" in output
+
+
+def test_kind_switch_with_source_is_rebuilt_as_what_it_holds(copy: Path, arc_dir: Path) -> None:
+    manifest = json.loads((copy / "build.json").read_text("utf-8"))
+    manifest["kind"] = "selfknow"  # a selfknow build could not be rebuilt without models
+    (copy / "build.json").write_text(json.dumps(manifest), "utf-8")
+    reseal(copy)
+    code, output = _validate(copy, "--source", str(arc_dir))
+    assert code == 1
+    assert _rules(output) == {"kind_matches_content"}, output
+    assert "compared every row with a rebuild" in output
