@@ -19,6 +19,7 @@ class Builder(ABC):
 
     kind: ClassVar[str]
     description: ClassVar[str]
+    card_text: ClassVar[str]  # the card's "why" of the variant's config
     # Eligibility reason for items that already hold one of `inserted_texts`.
     inserted_reason: ClassVar[str] = "has_none_option"
 

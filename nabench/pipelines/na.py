@@ -266,7 +266,7 @@ def _na_card_context(
         "variants": [
             {
                 "config": b.config_name,
-                "why": cc.WHY.get(b.kind, b.description),
+                "why": b.card_text,
                 "na_text": getattr(b, "na_text", None),
             }
             for b in builders

@@ -11,31 +11,6 @@ import yaml
 
 from nabench.schemas.item import PerturbedItem
 
-WHY = {
-    "original": "the source items, unchanged, as the baseline",
-    "na_keyed": (
-        "the gold option is replaced in place by an NA phrasing, which becomes the key: "
-        "a model must recognise that none of the remaining options is correct"
-    ),
-    "na_keyed_last": (
-        "the gold option is removed, the other options keep their order and an NA phrasing "
-        "is appended as the last option, which is the key (where test-writing guidelines put NA)"
-    ),
-    "foreign_key": (
-        "the ablation control of the NA study: the gold option is replaced in place by the gold "
-        "text of another item of the same subject, which becomes the key; the drop it causes "
-        "separates NA semantics from 'any replacement of the gold text'"
-    ),
-    "na_distractor": (
-        "one distractor is replaced by an NA phrasing; the key is unchanged: a model must "
-        "not pick NA when a correct option is present"
-    ),
-    "all_of_the_above": (
-        '"All of the above" is appended as a new last option; the key is unchanged, so the '
-        "appended option is always wrong"
-    ),
-}
-
 
 @cache
 def citations() -> dict[str, list[dict[str, str]]]:
