@@ -16,14 +16,16 @@ from nabench.cli.power import power_cmd
 from nabench.cli.publish import check_push_target, publish, publish_build
 from nabench.cli.root import main
 from nabench.cli.selfknow import selfknow
+from nabench.core.errors import NabenchError
 from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
 from nabench.pipelines.label import run_label_command
+from nabench.pipelines.rebuild import build_source, compare_with_rebuild
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
-from nabench.validate import validate_path
-from nabench.validate.contributions import parse_sources
+from nabench.validate import ValidationReport, Violation, validate_path
+from nabench.validate.contributions import is_contributions_dir, parse_sources
 
 
 @main.command("list")
@@ -32,6 +34,20 @@ def list_cmd() -> None:
 
     for path in shipped_recipes().values():
         click.echo(recipe_summary(path))
+
+
+def _rebuild_violations(
+    path: Path, located: dict[str, str], report: ValidationReport
+) -> list[Violation]:
+    """The rows that differ from a rebuild; a build that cannot be rebuilt fails too (the
+    comparison was asked for), after the violations found without it are listed."""
+    try:
+        location = build_source(path, located)
+        found = compare_with_rebuild(path, location)
+    except NabenchError as exc:
+        return [Violation(path.name, -1, "-", "rebuild_matches", f"not compared: {exc}")]
+    report.notes.append(f"compared every row with a rebuild from {location}")
+    return found
 
 
 @main.command()
@@ -133,6 +149,7 @@ def build(
         publish_build(
             result.out,
             repo_id,
+            compare=False,  # built from that source a moment ago, in this process
             dry_run=dry_run,
             to=push_to,
             private=spec.publish.private,
@@ -147,7 +164,8 @@ def build(
     "sources",
     multiple=True,
     metavar="[DATASET=]LOCATION",
-    help="Contributions: source data to trace ids to (e.g. mmlu=../shared/data/cais__mmlu).",
+    help="A build: rebuild it from this source (path or Hub id) and compare every row. "
+    "Contributions: source data to trace ids to (e.g. mmlu=../shared/data/cais__mmlu).",
 )
 @click.option(
     "--release",
@@ -158,9 +176,13 @@ def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Pat
     """Check a built folder, a parquet/JSONL file or a contributions/ folder; exit 1 on any
     violation."""
 
+    located = parse_sources(sources)
+    rebuild = bool(located) and path.is_dir() and not is_contributions_dir(path)
     report = validate_path(
-        path, sources=parse_sources(sources) or None, release=release, parse=parse_answer
+        path, sources=None if rebuild else located or None, release=release, parse=parse_answer
     )
+    if rebuild:  # a build: --source is what to rebuild it from
+        report.violations += _rebuild_violations(path, located, report)
     for line in report.notes:
         click.echo(line)
     for violation in report.violations[:max_errors]:

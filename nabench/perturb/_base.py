@@ -22,6 +22,7 @@ class Builder(ABC):
     description: ClassVar[str]
     # The per-item draws `build` makes, stated on the card (none: the builder is deterministic).
     draws: ClassVar[tuple[Draw, ...]] = ()
+    card_text: ClassVar[str]  # the card's "why" of the variant's config
     # Eligibility reason for items that already hold one of `inserted_texts`.
     inserted_reason: ClassVar[str] = "has_none_option"
 

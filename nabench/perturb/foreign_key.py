@@ -90,6 +90,11 @@ class ForeignKey(Builder):
     kind = "foreign_key"
     description = "Gold option replaced in place by another same-subject item's gold text (key)."
     draws = (DRAW,)
+    card_text = (
+        "the ablation control of the NA study: the gold option is replaced in place by the gold "
+        "text of another item of the same subject, which becomes the key; the drop it causes "
+        "separates NA semantics from 'any replacement of the gold text'"
+    )
 
     @property
     def config_name(self) -> str:

@@ -36,6 +36,10 @@ class NADistractor(InsertsText):
     kind = "na_distractor"
     description = "One distractor replaced by 'None of the above'; key unchanged."
     draws = (DRAW,)
+    card_text = (
+        "one distractor is replaced by an NA phrasing; the key is unchanged: a model must "
+        "not pick NA when a correct option is present"
+    )
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         replaced = distractor_indices(items, seed)

@@ -17,24 +17,37 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.core.rng import item_choice_index
+from nabench.core.rng import Draw, item_choice_index
 from nabench.perturb._base import InsertsText
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 
 __all__ = ["NAMixed", "mixed_indices"]
+
+PURPOSE = "na_mixed"
+DRAW = Draw(
+    PURPOSE,
+    "hash",
+    "the replaced option is `H % len(choices)`; where it is the gold option NA is the key, "
+    "the same in every NA phrasing's config",
+)
 
 
 def mixed_indices(items: ItemColumns, seed: int) -> np.ndarray:
     """The replaced option per item: uniform over all its options, independent of the NA
     phrasing (so phrasing configs differ only in the text)."""
     lengths = pc.list_value_length(items.choices).to_numpy(zero_copy_only=False).astype(np.int64)
-    return item_choice_index(seed, items.ids, "na_mixed", lengths)
+    return item_choice_index(seed, items.ids, PURPOSE, lengths)
 
 
 @dataclass(frozen=True)
 class NAMixed(InsertsText):
     kind = "na_mixed"
     description = "NA replaces one option drawn per item: the gold (NA is key) on 1/k of items."
+    draws = (DRAW,)
+    card_text = (
+        "an NA phrasing replaces one option drawn per item: the gold on a seeded 1/k of items "
+        "(NA is the key), a distractor elsewhere; neither 'pick NA' nor 'never pick NA' wins"
+    )
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         replaced = mixed_indices(items, seed)

@@ -39,15 +39,14 @@ from nabench.stage.croissant import CardFacts, partial_build_lines
 from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
-    Violation,
-    check_ids_in_original,
-    check_perturbed,
+    ValidationReport,
     letter_distribution,
     summarise_violations,
 )
+from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
 
 # Configs that hold no perturbed items: quarantined source rows and the published labels.
-NON_VARIANT_CONFIGS = frozenset({"excluded", "labels", "redux"})
+NON_VARIANT_CONFIGS = NA_SIDE_CONFIGS
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
@@ -132,10 +131,10 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         bar.close()
 
         staged = area.tables
-        with clock("validate"):
-            violations = validate_staged(staged, extra_na_texts=na_texts)
-        if violations:
-            raise ValidationFailed(summarise_violations(violations))
+        with clock("validate"):  # the validator `nabench validate` runs on the written files
+            validation = validate_na(staged)
+        if validation.violations:
+            raise ValidationFailed(summarise_violations(validation.violations))
         checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
         manifest = {
             **item_manifest_head("na", recipe, seed, splits, options, protocol),
@@ -146,7 +145,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
             **({"redux": redux.summary()} if redux else {}),
         }
-        readme = _readme_renderer(recipe, source, manifest, staged, out)
+        readme = _readme_renderer(recipe, source, manifest, staged, out, validation)
         with clock("stage"):  # what is left of the background writes, then README + manifest
             area.commit(readme, manifest, CardFacts(tuple(_limitations(manifest))))
         counts, exclusions = manifest["counts"], manifest["exclusions"]
@@ -215,30 +214,13 @@ def _audit_split(
     return items, audit, whole.eligible, annotations
 
 
-def validate_staged(
-    staged: Sequence[StagedTable], extra_na_texts: Sequence[str] = ()
-) -> list[Violation]:
-    """Row invariants of every perturbed config plus: each id also appears in `original`."""
-    violations: list[Violation] = []
-    originals = {
-        st.split: st.table.column("id").combine_chunks() for st in staged if st.config == "original"
-    }
-    for st in staged:
-        if st.config in NON_VARIANT_CONFIGS:
-            continue
-        where = st.relpath
-        violations.extend(check_perturbed(st.table, where, extra_na_texts))
-        known = originals.get(st.split, pa.array([], pa.string()))
-        violations.extend(check_ids_in_original(st.table, known, where))
-    return violations
-
-
 def _readme_renderer(
     recipe: Recipe,
     source: Source,
     manifest: dict[str, Any],
     staged: Sequence[StagedTable],
     out: Path,
+    validation: ValidationReport,
 ) -> Any:
     """The README renderer `stage` calls with the `configs`/`dataset_info` it derived.
 
@@ -252,7 +234,7 @@ def _readme_renderer(
         metadata, context = item_card_parts(
             manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
         )
-        context.update(_na_card_context(recipe, source, manifest, staged))
+        context.update(_na_card_context(recipe, source, manifest, staged, validation))
         return finalize_parts(
             metadata,
             render_body("na_card.md.jinja", context),
@@ -279,7 +261,11 @@ def _previous_release(out: Path, version: str) -> tuple[str | None, dict[str, An
 
 
 def _na_card_context(
-    recipe: Recipe, source: Source, manifest: dict[str, Any], staged: Sequence[StagedTable]
+    recipe: Recipe,
+    source: Source,
+    manifest: dict[str, Any],
+    staged: Sequence[StagedTable],
+    validation: ValidationReport,
 ) -> dict[str, Any]:
     """The NA card's own sections: splits, variants, counts, labels, exclusions, letters."""
     counts: dict[str, dict[str, int]] = manifest["counts"]
@@ -297,7 +283,7 @@ def _na_card_context(
         "variants": [
             {
                 "config": b.config_name,
-                "why": cc.WHY.get(b.kind, b.description),
+                "why": b.card_text,
                 "na_text": getattr(b, "na_text", None),
             }
             for b in builders
@@ -321,7 +307,8 @@ def _na_card_context(
         "letter_rows": letter_rows,
         "shortcuts": cc.shortcut_rows(staged, NON_VARIANT_CONFIGS),
         "warnings": manifest.get("warnings") or [],
-        "invariants": cc.INVARIANTS,
+        # the rules that ran on this build's configs, as their records describe them
+        "invariants": [(rule.name, rule.description) for rule in validation.rules],
         "draws": _draw_lines(builders, manifest),
         "limitations": _limitations(manifest),
         "variant_citations": cc.variant_citations([b.kind for b in builders]),

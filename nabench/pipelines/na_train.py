@@ -75,7 +75,7 @@ from nabench.stage.hub_layout import (
     source_section,
 )
 from nabench.validate.invariants import summarise_violations
-from nabench.validate.na_train import check_na_train
+from nabench.validate.kinds import validate_na_train
 
 SPLIT = "train"
 NAMESPACE = "na-train"
@@ -292,8 +292,9 @@ def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
         samples, stats, model = sample(recipe, prepared.variants, options, seed)
     with clock("select"):
         tables = selection_tables(recipe, samples)
-    with clock("validate"):
-        violations = check_na_train(tables, parse_answer, index, SPLIT)
+    with clock("validate"):  # the validator `nabench validate` runs on the written files
+        parts = [StagedTable(c, SPLIT, t) for c, t in tables.items()]
+        violations = validate_na_train(parts, parse_answer, index).violations
     if violations:
         raise ValidationFailed(summarise_violations(violations))
     # An empty config is not written: `datasets` cannot load a split without rows.

@@ -31,10 +31,11 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.pipelines.artifacts import readme_renderer, validate_artifact_staged
+from nabench.pipelines.artifacts import readme_renderer
 from nabench.schemas.protocol import ArtifactsPreset, protocols
 from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
 from nabench.validate.invariants import summarise_violations
+from nabench.validate.kinds import validate_artifacts
 
 STEP1_CONFIG = "qi_step1"
 STEP2_CONFIG = "qi_step2"
@@ -221,7 +222,7 @@ def infer_questions(
         new.append(StagedTable(OUTPUTS_CONFIG, split, outputs))
 
     k = manifest.get("fewshot", {}).get("k")
-    violations = validate_artifact_staged(new, k=k, text=preset.text)
+    violations = validate_artifacts(new, text=preset.text, k=k).violations
     if violations:
         raise ValidationFailed(summarise_violations(violations))
     staged = tables + new

@@ -26,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from nabench.core.errors import NabenchError
+from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, write_stats
 from nabench.llm.options import open_backend
@@ -51,6 +51,8 @@ from nabench.selfknow.report import SCORE_LABELS, fmt_score, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
 from nabench.stage.cards import render_card, size_category
 from nabench.stage.hub_layout import StagedTable, StagingArea, manifest_header, row_counts
+from nabench.validate.invariants import summarise_violations
+from nabench.validate.kinds import validate_selfknow
 
 SPLIT = "test"
 CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
@@ -253,6 +255,10 @@ def _stage(
                 timings=clock.seconds,  # the clock's own dict: still counting until the commit
             )
             staged = [StagedTable(config, SPLIT, table) for config, table in tables_of(run).items()]
+            # validated before anything is written, by the validator `nabench validate` runs
+            violations = validate_selfknow(staged).violations
+            if violations:
+                raise ValidationFailed(summarise_violations(violations))
             for st in staged:
                 area.add(st)  # written in the background while the report is drawn
             counts = row_counts(staged)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -146,6 +147,15 @@ def check_card(root: Path, raw_manifest: bytes, counts: Any) -> list[Violation]:
                     _file_violation(README, "card_config", f"bad data_files entry {entry!r}")
                 )
                 continue
+            if Path(rel).parts[0] != name:  # a config is read from its own folder only
+                out.append(
+                    _file_violation(
+                        README,
+                        "card_config_folder",
+                        f"config {name!r} points at {rel!r}, outside its folder {name}/",
+                    )
+                )
+                continue
             if not (root / rel).is_file():
                 out.append(
                     _file_violation(
@@ -187,6 +197,19 @@ def build_kind(path: Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return kind if isinstance(kind, str) else None
+
+
+def check_no_symlinks(root: Path) -> list[Violation]:
+    """No symlink anywhere in a build: a linked config or file would let a loader, a hash or a
+    publish read bytes from outside the tree or from another config."""
+    out: list[Violation] = []
+    for folder, dirs, files in os.walk(root):  # never follows links
+        for name in sorted([*dirs, *files]):
+            path = Path(folder) / name
+            if path.is_symlink():
+                rel = path.relative_to(root).as_posix()
+                out.append(_file_violation(rel, "no_symlink", "a symlink in the build"))
+    return out
 
 
 def check_build_tree(root: Path) -> list[Violation]:

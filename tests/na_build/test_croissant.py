@@ -109,7 +109,9 @@ def test_core_and_rai_fields_come_from_manifest_and_card(small_build: BuildResul
     assert any("--limit" in line for line in card_lines)
     assert data["rai:personalSensitiveInformation"]
     assert data["rai:dataUseCases"]
-    assert "The items were not screened for NA-applicability" in str(data["rai:dataAnnotationProtocol"])
+    assert "The items were not screened for NA-applicability" in str(
+        data["rai:dataAnnotationProtocol"]
+    )
 
 
 def test_validate_names_a_croissant_that_disagrees(

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from publish_helpers import build_mmlu
 
+from nabench.pipelines.rebuild import compare_with_rebuild
 from nabench.stage.cards import finalize_card, parse_changelog, split_front_matter
 
 
@@ -61,6 +62,8 @@ def test_card_with_labels(tmp_path: Path, mmlu_dir: Path) -> None:
     assert "`not_na_applicable`" in card  # exclusion counts by reason
     meta, _ = split_front_matter(card)
     assert "labels" in {c["config_name"] for c in meta["configs"]}
+    # a labeled build is rebuilt from its own `labels` config: every row the same
+    assert compare_with_rebuild(out, str(mmlu_dir)) == []
 
 
 def test_rebuild_merges_previous_card(tmp_path: Path, mmlu_dir: Path) -> None:

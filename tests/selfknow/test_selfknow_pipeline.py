@@ -11,14 +11,16 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from nabench.cli import main
-from nabench.core.errors import RecipeError
+from nabench.core.errors import RecipeError, ValidationFailed
 from nabench.llm.options import backend_kwargs
+from nabench.pipelines import selfknow as selfknow_pipeline
 from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.selfknow import CONFIGS, default_cache_path, default_stats_path
 from nabench.pipelines.skeleton import BuildOptions
@@ -232,6 +234,35 @@ def test_build_small_recipe_end_to_end_and_cached_rerun(tmp_path: Path, llama_cp
     assert cli.exit_code == 0, cli.output
     scored = json.loads(cli.output)
     assert scored == json.loads((out / "report" / "metrics.json").read_text())
+
+
+@pytest.mark.slow
+def test_build_validates_before_writing_a_manifest(
+    tmp_path: Path, llama_cpp: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A selfknow build runs the validator `nabench validate` runs, before its manifest is
+    written: a classification of a task the build does not have stops the build, and the
+    previous build in the folder is left as it was."""
+    recipe = parse_recipe(SMALL_RECIPE, "small")
+    out = tmp_path / "sk"
+    run_recipe(recipe, BuildOptions(out=out, progress=False))
+    before = (out / "build.json").read_bytes()
+    real = selfknow_pipeline.tables_of
+
+    def tampered(run: Any) -> dict[str, pa.Table]:
+        tables = real(run)
+        verdicts = tables["classifications"]
+        ids = verdicts.column("task_id").to_pylist()
+        ids[0] = "no-such-task"
+        i = verdicts.column_names.index("task_id")
+        field = verdicts.schema.field("task_id")
+        tables["classifications"] = verdicts.set_column(i, field, pa.array(ids, field.type))
+        return tables
+
+    monkeypatch.setattr(selfknow_pipeline, "tables_of", tampered)
+    with pytest.raises(ValidationFailed, match="classified_task_known"):
+        run_recipe(recipe, BuildOptions(out=out, progress=False))  # replayed from the cache
+    assert (out / "build.json").read_bytes() == before
 
 
 @pytest.mark.slow
