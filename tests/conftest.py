@@ -18,6 +18,7 @@ pytest_plugins = (
     "property_settings",  # refuses a property test without a named example budget
     "fixtures.models",  # the one local SmolLM2 backend and the one llama.cpp server
     "fixtures.scripted",  # a scripted OpenAI-compatible server on 127.0.0.1
+    "fixtures.builds",  # the standard builds, once per session, read-only
 )
 
 _COUNTS = {"selected": 0, "deselected": 0}

@@ -53,10 +53,10 @@ def _source(mmlu_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def test_mmlu_na_leaves_out_moral_scenarios(mmlu_build: BuildResult) -> None:
+def test_mmlu_na_leaves_out_moral_scenarios(mmlu_na_full: BuildResult) -> None:
     recipe = load_recipe("mmlu-na")
     assert recipe.exclude_subjects == ["moral_scenarios"]
-    excluded = _rows(mmlu_build.out, "excluded")
+    excluded = _rows(mmlu_na_full.out, "excluded")
     moral = [r for r in excluded if r["subject"] == "moral_scenarios"]
     assert len(moral) == 895  # every moral_scenarios test item, MMLU's published size
     assert {r["reason"] for r in moral} == {"excluded_subject"}
@@ -64,7 +64,7 @@ def test_mmlu_na_leaves_out_moral_scenarios(mmlu_build: BuildResult) -> None:
         {"excluded_subject"}
     )
     for config in ("original", "na_keyed", "all_of_the_above"):
-        assert "moral_scenarios" not in {r["subject"] for r in _rows(mmlu_build.out, config)}
+        assert "moral_scenarios" not in {r["subject"] for r in _rows(mmlu_na_full.out, config)}
 
 
 def test_unknown_excluded_subject_is_one_clear_error(mmlu_dir: Path, tmp_path: Path) -> None:

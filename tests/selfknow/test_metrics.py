@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from property_settings import CHEAP
+from property_settings import MODERATE
 
 from nabench.core.errors import NabenchError
 from nabench.selfknow import SelfKnowledgeCounts, selfknow_metrics
@@ -269,7 +269,7 @@ row_strategy = st.tuples(
 tables = st.lists(row_strategy, max_size=25)
 
 
-@CHEAP
+@MODERATE
 @given(tables)
 def test_counts_partition_the_valid_rows(rows: list[tuple[str, str, str, str]]) -> None:
     result = selfknow_metrics(make_table(rows))
@@ -284,7 +284,7 @@ def test_counts_partition_the_valid_rows(rows: list[tuple[str, str, str, str]]) 
     assert cb is None or -1.0 <= cb <= 1.0
 
 
-@CHEAP
+@MODERATE
 @given(tables)
 def test_type_level_only_moves_mismatches_to_matches(rows: list[tuple[str, str, str, str]]) -> None:
     by_reason = selfknow_metrics(make_table(rows)).counts
@@ -294,7 +294,7 @@ def test_type_level_only_moves_mismatches_to_matches(rows: list[tuple[str, str, 
     assert by_type.rr + by_type.rr_mismatch == by_reason.rr + by_reason.rr_mismatch
 
 
-@CHEAP
+@MODERATE
 @given(tables)
 def test_swapping_generated_and_classified(rows: list[tuple[str, str, str, str]]) -> None:
     """Swap: N_fr ↔ N_rf, N_ff, N_rr, N_rr' unchanged, F ↔ I, A and HM unchanged, confusion
@@ -320,7 +320,7 @@ def _respell(text: str) -> str:
     return "  " + text.upper().replace(" ", " - ") + "."
 
 
-@CHEAP
+@MODERATE
 @given(tables)
 def test_spelling_does_not_change_counts(rows: list[tuple[str, str, str, str]]) -> None:
     respelled = [tuple(_respell(cell) if cell else cell for cell in row) for row in rows]
