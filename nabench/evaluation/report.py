@@ -135,7 +135,7 @@ def build_report(
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as JSON objects, each CI as one ``[lo, hi]`` pair in place of its two columns."""
     pairs = [c for lo_hi in CI_PAIRS.values() for c in lo_hi if c in df]
-    return with_ci(df).drop(columns=pairs).to_dict("records")  # type: ignore[no-any-return]
+    return with_ci(df).drop(columns=pairs).to_dict("records")  # type: ignore[return-value]
 
 
 def report_json(report: Report) -> dict[str, Any]:

@@ -164,7 +164,12 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
         table = table.append_column(name, column)
     table = table.append_column("run", pa.array([run] * n, pa.string()))
     table = table.append_column("config", pa.array([config] * n, pa.string()))
-    row = {
+    return _summary_row(summary, run, config), table
+
+
+def _summary_row(summary: dict[str, Any], run: str, config: str) -> dict[str, Any]:
+    """What the report keeps of a summary, nabench's or a harness run's."""
+    return {
         "run": run,
         "model": summary.get("model", run),
         "mode": summary.get("mode", "generate"),
@@ -175,7 +180,6 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
         **{k: summary.get(k) for k in RUN_SETTINGS},
         "model_revision": summary.get("model_revision"),
     }
-    return row, table
 
 
 def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
@@ -198,14 +202,7 @@ def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
             "config": pa.array([ext.config] * len(df), pa.string()),
         }
     )
-    row = {k: ext.summary.get(k) for k in ("run", "model", "mode", "backend", "config")}
-    row.update(
-        kind=ext.summary.get("kind", "mc"),
-        invalid_credit=ext.summary.get("invalid_credit"),
-        model_revision=ext.summary.get("model_revision"),
-    )
-    row.update({k: ext.summary.get(k) for k in RUN_SETTINGS})
-    return row, table
+    return _summary_row(ext.summary, ext.run, ext.config), table
 
 
 def load_results(paths: Sequence[str | Path]) -> Results:
