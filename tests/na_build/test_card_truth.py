@@ -18,6 +18,7 @@ from nabench.perturb.foreign_key import _norm
 from nabench.pipelines.na import build
 from nabench.pipelines.registry import load_recipe, parse_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.publish.plan import make_plan
 
 PARQUET = "test-00000-of-00001.parquet"
 
@@ -97,7 +98,7 @@ def test_card_states_the_sample_draw(sampled: BuildResult, mmlu_build: BuildResu
         assert set(ranked[:quota]) == used.intersection(ids)
 
 
-def test_no_path_of_the_building_machine_in_any_file(
+def test_no_path_of_the_building_machine_in_any_file_of_build_or_release(
     mmlu_build: BuildResult, mmlu_dir: Path
 ) -> None:
     local = {str(mmlu_dir), str(mmlu_dir.resolve()), str(mmlu_build.out.parent.resolve())}
@@ -107,6 +108,13 @@ def test_no_path_of_the_building_machine_in_any_file(
         data = path.read_bytes()
         for text in local:
             assert text.encode() not in data, f"{path.relative_to(mmlu_build.out)} names {text}"
+    plan = make_plan(mmlu_build.out, "org/mmlu-na")  # the release: the files the Hub gets
+    assert {f.path for f in plan.adds} >= {"README.md", "build.json"}
+    for f in plan.adds:
+        for text in local:
+            assert text.encode() not in f.content, f"release {f.path} names {text}"
+    for text in local:
+        assert text not in plan.commit_description
     manifest = json.loads((mmlu_build.out / "build.json").read_text())
     assert manifest["source"]["location"] == f"local:{mmlu_dir.resolve().name}"
     assert manifest["source"]["splits"]["test"]["fingerprint"]  # what identifies the copy
