@@ -169,6 +169,9 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         "worst_case": ""
         if t["worst_case"].empty
         else md_table(with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
+        "redux": ""
+        if t.get("headline_redux") is None or t["headline_redux"].empty
+        else md_table(with_ci(t["headline_redux"]), [*HEADLINE_MD[:2], "redux", *HEADLINE_MD[2:]]),
         "categories": ""
         if t["headline_categories"].empty
         else md_table(

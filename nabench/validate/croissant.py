@@ -8,12 +8,12 @@ each file it lists carries the sha256 build.json records, and every parquet file
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nabench.core.safe_load import UnsafeInput, load_json_file
 from nabench.validate.invariants import Violation
 
 CROISSANT = "croissant.json"
@@ -29,13 +29,17 @@ def check_croissant(root: Path, files: Mapping[str, str]) -> list[Violation]:
     path = root / CROISSANT
     if CROISSANT not in files or not path.is_file():
         return []  # a listed but missing file is `manifest_file_present`'s violation
+    try:
+        data = load_json_file(path)  # bounded: size, nesting, integers
+    except UnsafeInput as exc:
+        return [_violation("croissant_valid", exc.problem)]
+    # JSON-LD may name a remote @context, which mlcroissant's parser would fetch: validating
+    # a downloaded build must not reach the network (nabench writes the context inline).
+    if not isinstance(data, dict) or not isinstance(data.get("@context"), dict):
+        return [_violation("croissant_valid", "no inline JSON-LD @context object")]
     problem = mlcroissant_problem(path)
     if problem is not None:
         return [_violation("croissant_valid", problem)]
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return [_violation("croissant_valid", f"not JSON ({exc})")]
     return _distribution_violations(data, files)
 
 

@@ -72,10 +72,15 @@ def test_headline_split_into_redux_ok_and_flagged(tmp_path: Path) -> None:
         assert row["diff"] == pytest.approx(acc_o - acc_v)
         assert row["diff_ci"][0] <= row["diff"] <= row["diff_ci"][1]
     assert (out / "tables" / "headline_redux.csv").is_file()
+    markdown = (out / "report.md").read_text()
+    assert "### MMLU-Redux `ok` vs flagged items" in markdown
+    assert "| m | na_keyed | ok | 30 |" in markdown
+    assert "| m | na_keyed | flagged | 20 |" in markdown
 
     plain = tmp_path / "plain"
     CliRunner().invoke(main, ["report", str(tmp_path / "res"), "--out", str(plain), "--no-plots"])
     assert "headline_redux" not in json.loads((plain / "report.json").read_text())
+    assert "MMLU-Redux" not in (plain / "report.md").read_text()
 
 
 def test_redux_without_annotations_is_one_line(tmp_path: Path) -> None:

@@ -135,6 +135,16 @@ def test_validate_names_a_croissant_that_disagrees(
     assert [v.rule for v in broken] == ["croissant_valid"]
     assert "\n" not in broken[0].message
 
+    # a remote @context is refused before mlcroissant could fetch it; bad JSON is one line
+    (copy / "croissant.json").write_text(json.dumps({**data, "@context": "http://127.0.0.1:9/"}))
+    remote = check_croissant(copy, files)
+    assert [(v.rule, v.message) for v in remote] == [
+        ("croissant_valid", "no inline JSON-LD @context object")
+    ]
+    (copy / "croissant.json").write_text("{" * 100)
+    (bad,) = check_croissant(copy, files)
+    assert bad.rule == "croissant_valid" and "\n" not in bad.message
+
 
 def test_chat_message_columns_are_sub_fields(tmp_path: Path) -> None:
     """na-train's SFT rows (a list of role/content structs) load back through mlcroissant."""
