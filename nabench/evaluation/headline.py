@@ -239,7 +239,7 @@ def headline_redux(
     paired = paired.loc[verdict.notna()].assign(
         redux=np.where(verdict[verdict.notna()] == "ok", "ok", "flagged")
     )
-    return headline_by(paired, results, ["redux"])
+    return add_family(headline_by(paired, results, ["redux"]), True, "Redux verdicts × variants")
 
 
 def worst_case_table(paired: pd.DataFrame, results: Results) -> pd.DataFrame:

@@ -28,6 +28,7 @@ def _lm_eval(build: Path, out: Path, tasks: str, *model: str) -> None:
         [sys.executable, "-m", "lm_eval", "run", "--include_path", str(build / "lm_eval"),
          "--tasks", tasks, *model, "--limit", str(N), "--log_samples", "--output_path", str(out)],
         capture_output=True, text=True, env=OFFLINE, timeout=600,
+        cwd=build,  # a build's tasks read its parquet relative to the build (README)
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
 

@@ -18,8 +18,12 @@ from nabench.evaluation.runner import model_slug, option_logprobs
 from nabench.llm import ChatRequest
 
 
-def test_prompt_is_the_one_lm_eval_renders_from_the_build(mmlu_na: Path) -> None:
+def test_prompt_is_the_one_lm_eval_renders_from_the_build(
+    mmlu_na: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lm_eval.tasks import TaskManager
+
+    monkeypatch.chdir(mmlu_na)  # a build's tasks read its parquet relative to the build
 
     tm = TaskManager(include_path=str(mmlu_na / "lm_eval"))
     for config in ("na_keyed", "all_of_the_above"):

@@ -35,11 +35,11 @@ def _rows(build: BuildResult, config: str) -> list[dict]:
     return pq.read_table(build.out / config / PARQUET).to_pylist()
 
 
-def test_card_states_the_na_distractor_draw(mmlu_build: BuildResult) -> None:
-    card = (mmlu_build.out / "README.md").read_text("utf-8")
-    seed = json.loads((mmlu_build.out / "build.json").read_text())["seed"]
+def test_card_states_the_na_distractor_draw(mmlu_na_full: BuildResult) -> None:
+    card = (mmlu_na_full.out / "README.md").read_text("utf-8")
+    seed = json.loads((mmlu_na_full.out / "build.json").read_text())["seed"]
     text = _stated(card, "na_distractor", "H")
-    rows = _rows(mmlu_build, "na_distractor")
+    rows = _rows(mmlu_na_full, "na_distractor")
     assert len(rows) > 10_000
     for row in rows:
         h = eval(text, {"hashlib": hashlib, "seed": seed, "item_id": row["id"]})
@@ -63,12 +63,12 @@ def _card_and_seed(result: BuildResult) -> tuple[str, int]:
     return (result.out / "README.md").read_text("utf-8"), int(seed)
 
 
-def test_card_states_the_foreign_key_draw(sampled: BuildResult, mmlu_build: BuildResult) -> None:
+def test_card_states_the_foreign_key_draw(sampled: BuildResult, mmlu_na_full: BuildResult) -> None:
     card, seed = _card_and_seed(sampled)
     text = _stated(card, "foreign_key", "rng")
     # the donor pool: the audited whole split (not the sample), gold texts by subject
     pools: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for row in _rows(mmlu_build, "original"):  # the full build's items: the audited split
+    for row in _rows(mmlu_na_full, "original"):  # the full build's items: the audited split
         pools[row["subject"]].append((row["id"], row["choices"][row["answer"]]))
     checked = 0
     for row in _rows(sampled, "foreign_key"):
@@ -82,11 +82,11 @@ def test_card_states_the_foreign_key_draw(sampled: BuildResult, mmlu_build: Buil
     assert checked > 400
 
 
-def test_card_states_the_sample_draw(sampled: BuildResult, mmlu_build: BuildResult) -> None:
+def test_card_states_the_sample_draw(sampled: BuildResult, mmlu_na_full: BuildResult) -> None:
     card, seed = _card_and_seed(sampled)
     text = _stated(card, "sample", "H")
     by_subject: dict[str, list[str]] = defaultdict(list)
-    for row in _rows(mmlu_build, "original"):  # the items that passed the audit
+    for row in _rows(mmlu_na_full, "original"):  # the items that passed the audit
         by_subject[row["subject"]].append(row["id"])
     used = {r["id"] for r in _rows(sampled, "original")}
     assert len(used) == 600  # --sample N gives N usable items
@@ -99,29 +99,29 @@ def test_card_states_the_sample_draw(sampled: BuildResult, mmlu_build: BuildResu
 
 
 def test_no_path_of_the_building_machine_in_any_file_of_build_or_release(
-    mmlu_build: BuildResult, mmlu_dir: Path
+    mmlu_na_full: BuildResult, mmlu_dir: Path
 ) -> None:
-    local = {str(mmlu_dir), str(mmlu_dir.resolve()), str(mmlu_build.out.parent.resolve())}
-    files = [p for p in mmlu_build.out.rglob("*") if p.is_file()]
+    local = {str(mmlu_dir), str(mmlu_dir.resolve()), str(mmlu_na_full.out.parent.resolve())}
+    files = [p for p in mmlu_na_full.out.rglob("*") if p.is_file()]
     assert any(p.name.endswith(".yaml") for p in files)  # the lm-eval tasks are scanned too
     for path in files:
         data = path.read_bytes()
         for text in local:
-            assert text.encode() not in data, f"{path.relative_to(mmlu_build.out)} names {text}"
-    plan = make_plan(mmlu_build.out, "org/mmlu-na")  # the release: the files the Hub gets
+            assert text.encode() not in data, f"{path.relative_to(mmlu_na_full.out)} names {text}"
+    plan = make_plan(mmlu_na_full.out, "org/mmlu-na")  # the release: the files the Hub gets
     assert {f.path for f in plan.adds} >= {"README.md", "build.json"}
     for f in plan.adds:
         for text in local:
             assert text.encode() not in f.content, f"release {f.path} names {text}"
     for text in local:
         assert text not in plan.commit_description
-    manifest = json.loads((mmlu_build.out / "build.json").read_text())
+    manifest = json.loads((mmlu_na_full.out / "build.json").read_text())
     assert manifest["source"]["location"] == f"local:{mmlu_dir.resolve().name}"
     assert manifest["source"]["splits"]["test"]["fingerprint"]  # what identifies the copy
 
 
-def test_card_says_the_items_were_not_screened(mmlu_build: BuildResult) -> None:
-    card = (mmlu_build.out / "README.md").read_text("utf-8")
+def test_card_says_the_items_were_not_screened(mmlu_na_full: BuildResult) -> None:
+    card = (mmlu_na_full.out / "README.md").read_text("utf-8")
     assert "NA-applicability screen: **none**" in card
     assert "were not screened for NA-applicability" in card
 
@@ -140,7 +140,7 @@ def test_field_table_describes_the_build_source(tmp_path: Path, arc_dir: Path) -
     assert "mmlu" not in card.split("## Structure")[1].split("## Construction")[0].lower()
 
 
-def test_field_table_of_mmlu_names_mmlu_ids(mmlu_build: BuildResult) -> None:
-    fields = _field_table((mmlu_build.out / "README.md").read_text("utf-8"))
+def test_field_table_of_mmlu_names_mmlu_ids(mmlu_na_full: BuildResult) -> None:
+    fields = _field_table((mmlu_na_full.out / "README.md").read_text("utf-8"))
     assert fields["id"].startswith("`mmlu/<config>/<split>/<row>`")
     assert "57" in fields["subject"]

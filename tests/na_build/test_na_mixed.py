@@ -16,9 +16,9 @@ def _rows(build: BuildResult, config: str) -> pd.DataFrame:
     return pd.read_parquet(next((build.out / config).glob("*.parquet")))
 
 
-def test_na_is_the_key_on_one_in_k_items(mmlu_build: BuildResult) -> None:
-    mixed = _rows(mmlu_build, "na_mixed")
-    original = _rows(mmlu_build, "original").set_index("id")
+def test_na_is_the_key_on_one_in_k_items(mmlu_na_full: BuildResult) -> None:
+    mixed = _rows(mmlu_na_full, "na_mixed")
+    original = _rows(mmlu_na_full, "original").set_index("id")
     assert len(mixed) == len(original)  # every eligible item
     assert set(mixed["id"]) == set(original.index)  # traceable
     choices = mixed["choices"].map(list)
@@ -38,11 +38,11 @@ def test_na_is_the_key_on_one_in_k_items(mmlu_build: BuildResult) -> None:
     assert set(np.unique(dist)) == {-3, -2, -1, 1, 2, 3}
 
 
-def test_na_mixed_draws_are_seeded_per_item(mmlu_build: BuildResult) -> None:
+def test_na_mixed_draws_are_seeded_per_item(mmlu_na_full: BuildResult) -> None:
     from nabench.perturb import NAMixed
     from nabench.schemas.columns import ItemColumns
 
-    mixed = _rows(mmlu_build, "na_mixed")
+    mixed = _rows(mmlu_na_full, "na_mixed")
     head = mixed.head(50)
     table = pa.table(
         {"id": head["id"], "source": head["source"], "subject": head["subject"],
@@ -62,9 +62,9 @@ def test_na_mixed_draws_are_seeded_per_item(mmlu_build: BuildResult) -> None:
     ],
 )
 def test_validate_rejects_broken_na_mixed_rows(
-    mmlu_build: BuildResult, tmp_path: pytest.TempPathFactory, corrupt: object
+    mmlu_na_full: BuildResult, tmp_path: pytest.TempPathFactory, corrupt: object
 ) -> None:
-    mixed = _rows(mmlu_build, "na_mixed").head(20)
+    mixed = _rows(mmlu_na_full, "na_mixed").head(20)
     cs, a, r = (
         list(mixed.at[3, "choices"]),
         int(mixed.at[3, "answer"]),
@@ -81,8 +81,8 @@ def test_validate_rejects_broken_na_mixed_rows(
     assert {v.row for v in report.violations} == {3}
 
 
-def test_card_lists_the_configs_a_shortcut_wins(mmlu_build: BuildResult) -> None:
-    card = (mmlu_build.out / "README.md").read_text()
+def test_card_lists_the_configs_a_shortcut_wins(mmlu_na_full: BuildResult) -> None:
+    card = (mmlu_na_full.out / "README.md").read_text()
     section = card.split("## Shortcuts", 1)[1].split("\n## ", 1)[0]
     assert "| `na_keyed/test` | `always-na` | 100.0% |" in section
     assert "| `na_distractor/test` | `never-na` |" in section  # avoiding NA pays there
@@ -90,11 +90,11 @@ def test_card_lists_the_configs_a_shortcut_wins(mmlu_build: BuildResult) -> None
     assert "`na_mixed/test` | `never-na`" not in section
 
 
-def test_always_na_is_no_better_than_the_majority_on_na_mixed(mmlu_build: BuildResult) -> None:
+def test_always_na_is_no_better_than_the_majority_on_na_mixed(mmlu_na_full: BuildResult) -> None:
     from nabench.evaluation.shortcuts import score_shortcuts
     from nabench.evaluation.strategies import ItemBatch
 
-    mixed = _rows(mmlu_build, "na_mixed")
+    mixed = _rows(mmlu_na_full, "na_mixed")
     batch = ItemBatch.from_lists(mixed["id"], mixed["choices"].map(list), mixed["answer"])
     scores = {s.strategy: s for s in score_shortcuts(batch)}
     na = scores["always-na"]
