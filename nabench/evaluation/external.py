@@ -136,6 +136,11 @@ def _lm_eval_item(sample: dict[str, Any], generative: bool) -> tuple[int, float,
         raise NabenchError(
             f"lm-eval sample {doc.get('id')!r}: {len(lls)} log-likelihoods, {k} options"
         )
+    if not np.isfinite(lls).all():  # argmax over NaN picks option A; +inf wins any item
+        raise NabenchError(
+            f"lm-eval sample {doc.get('id')!r}: log-likelihoods {lls.tolist()} are not all "
+            "finite numbers"
+        )
     code = int(np.argmax(lls))
     w = np.exp(lls - lls.max())
     return code, float(w[code] / w.sum()), json.dumps(lls.tolist())
@@ -164,8 +169,15 @@ def _lm_eval_task(
         raw.append(text)
         codes.append(code)
         conf.append(c)
-        gold.append(int(doc["answer"]))
-        nch.append(len(doc["choices"]))
+        answer, k = doc["answer"], len(doc["choices"])
+        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < k:
+            # -1 indexed the letters from the end and was scored against gold 'Z'
+            raise NabenchError(
+                f"{samples_file}: sample {doc.get('id')!r} has answer {answer!r}, not an "
+                f"option index 0..{k - 1}"
+            )
+        gold.append(answer)
+        nch.append(k)
     mode = "generate" if generative else "loglik"
     run = f"lm-eval__{_slug(model)}" + ("__gen" if generative else "")
     df = _responses(
