@@ -3,8 +3,9 @@
 httpx's timeouts bound each socket operation, not a request: a server that drips one byte
 every few seconds is never timed out, and one that answers 30 MB is read whole. `Limits`
 states the three deadlines and the size cap; `BoundedTransport` wraps httpx's transport so
-that every attempt ends by its deadline and the total deadline of the request (all retries
-together, set per thread by `total_deadline`), and a body over `max_response_bytes` is
+that every attempt ends by its deadline and by the total deadline of the request (set per
+thread by `total_deadline`; the client retries only as many times as attempts x deadline
+fit in the total, `Limits.retries`), and a body over `max_response_bytes` is
 refused while it streams in, never held whole.
 
 Not bounded: a server that drips the status line and headers themselves (each byte inside
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2 as httpx  # the HTTP layer openai and the Hub client use
 
 from nabench.core.errors import NabenchError
 
@@ -36,7 +37,7 @@ class Limits:
 
     connect_s: float = 30.0  # TCP (and TLS) connect of one attempt
     attempt_s: float = 120.0  # one attempt, from sending to the last body byte
-    total_s: float = 300.0  # the request with every retry and back-off wait
+    total_s: float = 600.0  # the request with every retry (attempts x attempt_s fit in it)
     max_response_bytes: int = 8 * MiB
 
     def __post_init__(self) -> None:
@@ -45,6 +46,11 @@ class Limits:
                 raise NabenchError(f"{name} must be > 0 seconds, got {getattr(self, name)}")
         if self.max_response_bytes < 1024:
             raise NabenchError("max_response_bytes must be at least 1024")
+
+    def retries(self, wanted: int) -> int:
+        """Retries that fit the total: attempts x `attempt_s` <= `total_s` (the client's
+        back-off waits, 0.5 s doubling to at most 8 s, come on top of the attempts)."""
+        return max(0, min(int(wanted), int(self.total_s // self.attempt_s) - 1))
 
     def httpx_timeout(self) -> httpx.Timeout:
         """Per socket operation: no single read or connect outlives the attempt."""

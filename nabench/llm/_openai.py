@@ -10,7 +10,7 @@ reads `owned_by` of /v1/models and falls back to `json_object` on a 400/422.
 The API key is never printed or logged, nor the `user:password@` of the base URL
 (`base_url` stays whole for the requests; records and messages show `mask_url`'s form).
 Every request is bounded (`_http_limits`): `connect_timeout_s` (30 s) per connect,
-`timeout_s` (120 s) per attempt including the whole body, `total_timeout_s` (300 s) for the
+`timeout_s` (120 s) per attempt including the whole body, `total_timeout_s` (600 s) for the
 request with all its retries, and `max_response_mb` (8 MiB) per response.
 """
 
@@ -100,7 +100,7 @@ class OpenAIBackend(Backend):
         timeout_s: float = 120.0,
         json_mode: JsonMode = "auto",
         connect_timeout_s: float = 30.0,
-        total_timeout_s: float = 300.0,
+        total_timeout_s: float = 600.0,
         max_response_mb: float = 8.0,
     ) -> None:
         super().__init__()
@@ -109,7 +109,7 @@ class OpenAIBackend(Backend):
         if json_mode not in ("auto", "json_schema", "json_object"):
             raise NabenchError(f"json_mode must be auto, json_schema or json_object: {json_mode}")
         self._openai = _import_openai()
-        from . import _http_limits as bounds  # httpx comes with openai, not with nabench
+        from . import _http_limits as bounds  # loaded with the backend: the client comes first
 
         self._bounds = bounds
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1"
@@ -129,7 +129,7 @@ class OpenAIBackend(Backend):
         self._client = self._openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            max_retries=max_retries,
+            max_retries=self.limits.retries(max_retries),
             timeout=self.limits.httpx_timeout(),
             http_client=self._openai.DefaultHttpxClient(
                 event_hooks={"request": [self._count_retry]},
