@@ -14,7 +14,8 @@ import pytest
 
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.publish import PublishError
-from nabench.publish.git import publish_to_git
+from nabench.publish.git import _entries, publish_to_git
+from nabench.publish.plan import PlannedFile, PublishPlan
 
 REPO_ID = "org/mmlu-na"
 
@@ -62,11 +63,13 @@ def test_untracked_files_elsewhere_survive_a_release(staged_v1: Path, tmp_path: 
 def test_a_symlink_at_the_target_head_is_never_carried_into_a_release(
     staged_v1: Path, tmp_path: Path
 ) -> None:
+    """`.gitattributes` is the one file a release keeps from the target: as a link to
+    /etc/passwd (mode 120000) it was carried into the release tree."""
     repo = _work_tree(tmp_path / "repo")
-    (repo / "passwd").symlink_to("/etc/passwd")
-    _git(repo, "add", "passwd")
+    (repo / ".gitattributes").symlink_to("/etc/passwd")
+    _git(repo, "add", ".gitattributes")
     _git(repo, "commit", "--quiet", "-m", "a link")
-    with pytest.raises(PublishError, match="passwd at the head is not a regular file"):
+    with pytest.raises(PublishError, match="gitattributes at the head is not a regular file"):
         publish_to_git(staged_v1, repo, REPO_ID)
     assert _git(repo, "tag", "--list") == ""
 
@@ -74,6 +77,7 @@ def test_a_symlink_at_the_target_head_is_never_carried_into_a_release(
 def _forge_listed_file(build: Path, rel: str, data: bytes) -> None:
     """Add a file to a build and list it in build.json, the card resealed (a forger's edit)."""
     manifest = json.loads((build / "build.json").read_text())
+    (build / rel).parent.mkdir(parents=True, exist_ok=True)
     (build / rel).write_bytes(data)
     manifest["files"][rel] = hashlib.sha256(data).hexdigest()
     raw = (json.dumps(manifest, indent=2) + "\n").encode()
@@ -120,3 +124,17 @@ def test_a_fifo_in_the_build_is_refused(staged_v1: Path, tmp_path: Path) -> None
     os.mkfifo(copy / "pipe")
     with pytest.raises(PublishError, match="pipe is not a regular file"):
         publish_to_git(copy, tmp_path / "repo", REPO_ID)
+
+
+@pytest.mark.parametrize(
+    "path", ["a\n100644 0000000000000000000000000000000000000000\tb", "a\tb", "../x", "/etc/x",
+             ".git/config", "a//b"],
+)  # fmt: skip
+def test_the_git_layer_refuses_paths_plumbing_would_misread(tmp_path: Path, path: str) -> None:
+    """Whatever validation lets through, the index is never fed a path that could split
+    into two entries or leave the tree (the end-to-end forgery above is caught earlier)."""
+    repo = _work_tree(tmp_path / "repo")
+    planned = PlannedFile(path, 1, hashlib.sha256(b"x").hexdigest(), b"x")
+    plan = PublishPlan("org/x", "1.0.0", "v1.0.0", "m", "d", None, (planned,), ())
+    with pytest.raises(PublishError, match="not a plain relative path"):
+        _entries(repo, plan, None, [])
