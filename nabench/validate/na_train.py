@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from nabench.audit.contamination import EvalIndex
+from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
 from nabench.validate.invariants import ValidationReport, Violation
 
@@ -197,7 +197,7 @@ def validate_na_train_dir(path: Path, parse: Parse | None) -> ValidationReport:
     for config in CONFIGS:
         files = sorted((path / config).glob("*.parquet"))
         if files:
-            tables[config] = pa.concat_tables([pq.read_table(f) for f in files])
+            tables[config] = pa.concat_tables([read_parquet(f) for f in files])
     if "samples" not in tables:
         raise NabenchError(f"{path}: an na-train build without a samples config")
     report = ValidationReport(files=len(tables), rows=sum(t.num_rows for t in tables.values()))

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from nabench.core.bounded_read import read_parquet
 from nabench.schemas.check import table_violations
 from nabench.validate.build_tree import check_build_tree
 from nabench.validate.invariants import ValidationReport, Violation
@@ -32,7 +32,7 @@ def validate_selfknow_dir(path: Path) -> ValidationReport:
         for f in sorted((path / config).glob("*.parquet")):
             rel = f.relative_to(path).as_posix()
             try:
-                table = pq.read_table(f)
+                table = read_parquet(f)
             except Exception as exc:  # one unreadable file never hides the others
                 report.violations.append(Violation(rel, -1, "-", "file_readable", str(exc)))
                 continue
