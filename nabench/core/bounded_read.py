@@ -51,7 +51,9 @@ def _decoded_bytes(column: pa.ChunkedArray) -> int:
         if isinstance(arr, pa.ListArray | pa.LargeListArray):
             total += arr.offsets.nbytes
             arr = arr.flatten()
-        if isinstance(arr, pa.DictionaryArray):
+        if isinstance(arr, pa.DictionaryArray) and len(arr.dictionary) == 0:
+            total += 8 * len(arr)  # all null
+        elif isinstance(arr, pa.DictionaryArray):
             lengths = pc.binary_length(arr.dictionary).fill_null(0)
             used = pc.take(lengths, arr.indices.fill_null(0))
             total += int(pc.sum(used).as_py() or 0) + 8 * len(arr)

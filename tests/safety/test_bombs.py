@@ -112,7 +112,8 @@ def test_a_plain_table_reads_back_identical(tmp_path: Path) -> None:
 
     table = pa.table({
         "id": ["a", "b", None], "choices": [["x", "y"], ["z"], None], "answer": [0, 1, 2],
-        "question": ["q1", None, "q3"],
+        "question": ["q1", None, "q3"], "empty": pa.nulls(3, pa.string()),
+        "no_choices": pa.array([None, None, None], pa.list_(pa.string())),
     })  # fmt: skip
     pq.write_table(table, tmp_path / "t.parquet")
     assert read_parquet(tmp_path / "t.parquet").equals(table)
