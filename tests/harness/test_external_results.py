@@ -71,7 +71,10 @@ def test_lm_eval_samples_map_to_nabench_ids_and_lm_evals_own_acc(
 
 def test_unreadable_results_are_one_line_errors(tmp_path: Path) -> None:
     (tmp_path / "results_x.json").write_text("{not json")
-    with pytest.raises(NabenchError, match="not JSON"):
+    with pytest.raises(NabenchError, match=r"results_x\.json: invalid JSON at line 1"):
+        read_external(tmp_path)
+    (tmp_path / "results_x.json").write_text("[" * 100_000)  # issue 24: deep JSON, one line
+    with pytest.raises(NabenchError, match=r"results_x\.json: nested deeper than 64"):
         read_external(tmp_path)
     (tmp_path / "results_x.json").write_text(json.dumps({"configs": {"t": {"metadata": {}}}}))
     with pytest.raises(NabenchError, match="no lm-eval results of nabench tasks"):

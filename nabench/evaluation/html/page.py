@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from nabench.core.atomic import atomic_file
+from nabench.core.safe_load import load_json_file
 from nabench.evaluation.html.data import browser_payload, encode_payload
 from nabench.evaluation.render import fmt_p, fmt_value
 from nabench.evaluation.results import run_folders
@@ -93,7 +94,7 @@ def _summary_settings(folders: dict[str, Path]) -> pd.DataFrame:
     rows = []
     for run, folder in folders.items():
         for f in sorted(folder.glob("*.summary.json")):
-            s = json.loads(f.read_text("utf-8"))
+            s = load_json_file(f)  # bounded; a bad summary is one line naming it
             rows.append({"run": run, "config": s.get("config"), **{k: s.get(k) for k in _SETTINGS}})
     return pd.DataFrame(rows, columns=["run", "config", *_SETTINGS])
 
