@@ -150,3 +150,29 @@ def test_a_30_mb_response_is_refused() -> None:
             backend.close()
     assert done.error is not None and "8 MiB cap" in done.error, done.error
     assert done.text == ""
+
+
+@pytest.mark.parametrize("serve", [silent, dripping, huge], ids=["silent", "dripping", "30MB"])
+def test_ray_sessions_carry_the_same_bounds(serve: Callable[[socket.socket], None]) -> None:
+    """`--engine ray` sends through Ray's aiohttp stage: its session has the deadlines and
+    the cap of the backend."""
+    import asyncio
+
+    import aiohttp
+
+    from nabench.llm._ray_limits import BoundedSessionFactory
+
+    factory = BoundedSessionFactory(connect_s=2, attempt_s=3, max_response_bytes=8 * 2**20)
+
+    async def post(url: str) -> object:
+        async with factory() as session, session.post(f"{url}/chat/completions", json={}) as r:
+            return await r.json()
+
+    with tcp_server(serve) as url:
+        start = time.monotonic()
+        with pytest.raises((TimeoutError, aiohttp.ClientPayloadError)) as err:
+            asyncio.run(post(url))
+        elapsed = time.monotonic() - start
+    assert elapsed < 6, elapsed
+    if serve is huge:
+        assert "8 MiB cap" in str(err.value)
