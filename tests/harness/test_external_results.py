@@ -110,3 +110,21 @@ def test_lm_eval_results_reach_the_report_beside_a_nabench_run(
         "reference_always-a",
     ]
     assert all(r["n"] == N for r in rows)
+
+
+@pytest.mark.parametrize("answer", [-1, 4, True])
+def test_an_lm_eval_answer_outside_the_options_is_refused(
+    lm_eval_dummy: Path, tmp_path: Path, answer: object
+) -> None:
+    """Issue 24: an answer of -1 was scored against gold 'Z' (letters indexed from the end)."""
+    import shutil
+
+    copy = tmp_path / "logs"
+    shutil.copytree(lm_eval_dummy, copy)
+    samples = next(p for p in copy.rglob(f"samples_{GROUP}_original_2*.jsonl"))
+    lines = samples.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["doc"]["answer"] = answer
+    samples.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    with pytest.raises(NabenchError, match=r"has answer .*, not an option index 0\.\.3"):
+        read_external(copy)
