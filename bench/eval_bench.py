@@ -272,7 +272,7 @@ def naive_finish(items: Any, raw: list[str], out: Path) -> float:
         )  # fmt: skip
     df = pd.DataFrame.from_records(records)
     df.to_parquet(out / "naive.parquet", index=False)
-    acc = sum(r["score"] for r in records) / len(records)
+    acc = sum(r["correct"] for r in records) / len(records)  # accuracy: share correct
     lo, hi = wilson_interval(acc * len(records), len(records))
     (out / "naive.summary.json").write_text(json.dumps({"accuracy": acc, "ci": [lo, hi]}))
     return acc

@@ -71,10 +71,11 @@ def naive(root: Path, n_models: int, resamples: int = 2000) -> None:
     for run in runs:
         rows = r[r["run"] == run]
         base = {i: s for i, s in zip(rows.loc[rows["config"] == "original", "id"],
-                rows.loc[rows["config"] == "original", "score"], strict=True)}  # fmt: skip
+                rows.loc[rows["config"] == "original", "correct"] * 1.0, strict=True)}  # fmt: skip
         for config in CONFIGS[1:]:
             v = rows[rows["config"] == config]
-            pairs = [(base[i], s) for i, s in zip(v["id"], v["score"], strict=True) if i in base]
+            pairs = [(base[i], s) for i, s in zip(v["id"], v["correct"] * 1.0, strict=True)
+                     if i in base]  # fmt: skip
             o = np.array([a for a, _ in pairs])
             w = np.array([b for _, b in pairs])
             diffs = []
@@ -84,7 +85,7 @@ def naive(root: Path, n_models: int, resamples: int = 2000) -> None:
             np.quantile(diffs, [0.025, 0.975])
     for config in CONFIGS:  # KR-20 per category, categories looked up per item
         sub = r[(r["config"] == config) & r["run"].isin(runs)]
-        mat = sub.pivot(index="run", columns="id", values="score")
+        mat = sub.pivot(index="run", columns="id", values="correct").astype(float)
         subj = sub.drop_duplicates("id").set_index("id").loc[mat.columns, "subject"]
         cats: dict[str, list[int]] = {}
         for j, s in enumerate(subj):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
 from testdeps import olah_python, require  # noqa: F401 - the helpers live in tests/testdeps.py
 
 REPO = Path(__file__).resolve().parents[1]
@@ -14,10 +12,37 @@ SHARED = REPO.parent / "shared"
 DATA = SHARED / "data"
 FIXTURES = REPO / "tests" / "fixtures"
 
-# CI runs every property with at least 1,000 examples; locally `dev` keeps runs short.
-settings.register_profile("ci", max_examples=1000, deadline=None, print_blob=True)
-settings.register_profile("dev", max_examples=100, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+pytest_plugins = (
+    "pytester",  # tests the two plugins below
+    "fixtures.guard",  # fails an unmarked test that loads a model or starts a server
+    "property_settings",  # refuses a property test without a named example budget
+    "fixtures.models",  # the one local SmolLM2 backend and the one llama.cpp server
+    "fixtures.scripted",  # a scripted OpenAI-compatible server on 127.0.0.1
+    "fixtures.builds",  # the standard builds, once per session, read-only
+)
+
+_COUNTS = {"selected": 0, "deselected": 0}
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _COUNTS["deselected"] += len(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _COUNTS["selected"] = len(session.items)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line CI logs can be compared on: did the same number of tests run?"""
+    import property_settings  # registered as a plugin above; importing it first would warn
+
+    ran = sum(len(terminalreporter.stats.get(k, [])) for k in ("passed", "failed", "error"))
+    skipped = len(terminalreporter.stats.get("skipped", []))
+    collected = _COUNTS["selected"] + _COUNTS["deselected"]
+    terminalreporter.write_line(
+        f"nabench suite: {collected} collected, {_COUNTS['deselected']} deselected, "
+        f"{ran} ran, {skipped} skipped (profile {property_settings.PROFILE})"
+    )
 
 
 def _require(path: Path) -> Path:

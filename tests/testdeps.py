@@ -5,6 +5,7 @@ require`); tests/conftest.py re-exports both helpers."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,13 @@ def require(module: str, why: str = "") -> Any:
         return importlib.import_module(module)
     except ImportError as exc:
         _missing(f"{module} is not installed{f' ({why})' if why else ''}: {exc}")
+
+
+def installed(module: str, why: str = "") -> None:
+    """Like `require`, without importing `module` into the test process (for tests that
+    only need it in a child process, where importing it here would cost seconds)."""
+    if importlib.util.find_spec(module) is None:
+        _missing(f"{module} is not installed{f' ({why})' if why else ''}")
 
 
 def olah_python() -> Path:

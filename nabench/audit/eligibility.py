@@ -3,7 +3,7 @@ reason that applies (the first in `REASONS` order is the primary one) — never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from nabench.audit.patterns import flag_options, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
+from nabench.schemas.redux import REDUX_REASONS
 from nabench.schemas.tables import EXCLUDED_ARROW
 
 # Order matters: the first reason that applies is the primary `reason`.
@@ -24,6 +25,7 @@ REASONS = (
     "has_none_option",
     "has_all_option",
     "refers_to_other_options",
+    *REDUX_REASONS,  # MMLU-Redux's verdict on the item (audit.redux), per flagged error type
     "missing_label",
     "invalid_label",
     "not_na_applicable",
@@ -45,13 +47,15 @@ def audit_items(
     all_texts: Iterable[str] = (),
     n_choices: int = 4,
     exclude_subjects: Iterable[str] = (),
+    extra_flags: Mapping[str, np.ndarray] | None = None,
 ) -> Audit:
     """Split items into eligible and excluded, vectorised over the flattened choices.
 
     `na_texts` / `all_texts` are the phrasings the recipe will insert: an item that already
     holds one of them is quarantined as has_none_option / has_all_option, as is one holding
     any phrasing of `option_patterns.yaml` (options compared after `normalise`). Items of a
-    subject in `exclude_subjects` are quarantined as excluded_subject.
+    subject in `exclude_subjects` are quarantined as excluded_subject. `extra_flags` are
+    per-reason masks other audit sources computed (MMLU-Redux: `audit.redux`).
     """
     choices = items.column("choices").combine_chunks()
     lists = ListColumn(choices)  # its flat values line up with `flat` (null lists hold none)
@@ -71,6 +75,7 @@ def audit_items(
         **{reason: lists.per_row_any(mask) for reason, mask in option_flags.items()},
     }
     flags["excluded_subject"] = subject_mask(items, exclude_subjects)
+    flags.update(extra_flags or {})
     return split_by_flags(items, flags)
 
 

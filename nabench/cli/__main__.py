@@ -1,5 +1,5 @@
 """`python -m nabench.cli ...`, the same as the `nabench` command."""
 
-from nabench.cli.main import main
+from nabench.cli.root import main
 
 main()

@@ -30,13 +30,13 @@ def artifacts() -> None:
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder [BUILT_DIR]."
 )
-@run_options(max_tokens=96, max_attempts=False)
+@run_options(max_tokens=None, max_attempts=False)
 def infer_questions_cmd(
     built_dir: Path,
     model_flags: ModelFlags,
     limit: int | None,
     out: Path | None,
-    max_tokens: int,
+    max_tokens: int | None,
     quiet: bool,
 ) -> None:
     """Run question-inference step 1 on BUILT_DIR, then add `qi_step2`, `qi_random_question`

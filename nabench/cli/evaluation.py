@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from nabench.cli.model_flags import BACKENDS, ModelFlags, model_options, run_options
+from nabench.audit.redux import read_annotations
+from nabench.cli.model_flags import (
+    BACKENDS,
+    ModelFlags,
+    model_options,
+    protocol_option,
+    run_options,
+)
 from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import DEFAULT_LOGPROBS_K, DEFAULT_MAX_TOKENS, PROMPT_FORMATS
 from nabench.evaluation.report import write_report
@@ -25,7 +32,7 @@ __all__ = ["eval_cmd", "report_cmd"]
 @model_options(
     backends=(*BACKENDS, "reference"),
     model_help="GGUF path (local), model name (openai), HF dir (vllm), or a strategy "
-    "(reference: always-a, majority, longest, oracle).",
+    "(reference: always-a, majority, longest, oracle, always-na, never-na, always-aota).",
 )
 @click.option(
     "--mode",
@@ -43,6 +50,12 @@ __all__ = ["eval_cmd", "report_cmd"]
     "token's option-letter log-probabilities (one forward pass per item).",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N items.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Evaluate a seeded sample of N items, stratified by subject as `build --sample` "
+    "draws (the same items in every config).",
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -70,12 +83,11 @@ __all__ = ["eval_cmd", "report_cmd"]
     show_default=True,
     help="Top-k log-probs requested (loglik mode).",
 )
-@click.option(
-    "--protocol",
-    help="A paper's protocol preset (na-paper, artifacts-paper, nabench): its prompt, decoding, "
-    "answer rule, invalid-answer score and confidence replace the defaults; recorded in "
-    "run.json and every summary. Not combinable with --max-tokens, --invalid-credit, "
-    "--mode or --prompt-format.",
+@protocol_option(
+    "eval",
+    "A paper's protocol preset: its prompt, decoding, answer rule, invalid-answer score and "
+    "confidence replace the defaults; recorded in run.json and every summary. Not combinable "
+    "with --max-tokens, --invalid-credit, --mode or --prompt-format.",
 )
 @run_options(max_tokens=DEFAULT_MAX_TOKENS, chunk_size=32, max_attempts=False)
 def eval_cmd(
@@ -87,6 +99,7 @@ def eval_cmd(
     mode: str | None,
     prompt_format: str,
     limit: int | None,
+    sample: int | None,
     out: Path,
     run_name: str | None,
     invalid_credit: float,
@@ -103,21 +116,18 @@ def eval_cmd(
     results = run_eval(
         EvalOptions(
             dataset=dataset,
-            backend=model_flags.backend,
-            model=model_flags.model,
+            spec=model_flags.spec,
             configs=configs,
             mode=(mode or ("loglik" if prompt_format == "lm-eval" else "generate")),  # type: ignore[arg-type]
             prompt_format=prompt_format,  # type: ignore[arg-type]
             split=split,
             revision=revision,
             limit=limit,
+            sample=sample,
             out=out,
             run_name=run_name,
             invalid_credit=invalid_credit,
             cache=model_flags.cache,
-            base_url=model_flags.base_url,
-            concurrency=model_flags.concurrency,
-            backend_options=model_flags.options,
             max_tokens=max_tokens,
             logprobs_k=logprobs_k,
             chunk_size=chunk_size,
@@ -130,7 +140,7 @@ def eval_cmd(
         click.echo(
             f"{s['run']:<28} {s['config']:<40} n={s['n']:<6} acc={s['accuracy']:.3f} "
             f"[{s['ci_low']:.3f}, {s['ci_high']:.3f}] invalid={s['invalid_rate']:.3f} "
-            f"majority={s['majority_baseline']:.3f} calls={s['calls']} "
+            f"score={s['score']:.3f} majority={s['majority_baseline']:.3f} calls={s['calls']} "
             f"cache_hits={s['cache_hits']} retries={s['retries']}"
         )
     if results:
@@ -161,9 +171,9 @@ def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
     help="Runs in a config's panel must cover this share of the largest run's items.",
 )
 @click.option("--no-plots", is_flag=True, help="Tables and Markdown only.")
-@click.option(
-    "--protocol",
-    help="A paper's preset (na-paper): adds that paper's tables (its `report` section), "
+@protocol_option(
+    "report",
+    "A paper's preset (na-paper): adds that paper's tables (its `report` section), "
     "recorded in report.json.",
 )
 @click.option(
@@ -173,6 +183,13 @@ def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
     help="NA-applicability labels (a build's labels/*.parquet, or parquet/CSV/JSONL with "
     "id, na_applicable) for na-paper's full vs NA-filtered correlation.",
 )
+@click.option(
+    "--redux",
+    "redux_path",
+    type=click.Path(exists=True, path_type=Path),
+    help="A build made with audit.redux (or its redux/*.parquet): adds headline_redux, every "
+    "headline drop split into MMLU-Redux `ok` vs `flagged` items.",
+)
 def report_cmd(
     results: tuple[Path, ...],
     out: Path,
@@ -180,16 +197,11 @@ def report_cmd(
     no_plots: bool,
     protocol: str | None,
     labels_path: Path | None,
+    redux_path: Path | None,
 ) -> None:
     """Report over eval RESULTS folders: accuracy tables, panel reliability, plots."""
 
-    preset = None
-    if protocol is not None:
-        preset = get_protocol(protocol)
-        if "report" not in preset.applies_to:
-            raise NabenchError(
-                f"protocol {preset.name!r} applies to {', '.join(preset.applies_to)}, not report"
-            )
+    preset = None if protocol is None else get_protocol(protocol)  # checked by ProtocolChoice
     wants_labels = (
         preset is not None
         and preset.report is not None
@@ -208,7 +220,10 @@ def report_cmd(
         plots=not no_plots,
         protocol=preset,
         labels=labels,
+        redux=None if redux_path is None else read_annotations(redux_path),
     )
+    for note in report.notes:
+        click.echo(f"note: {note}")
     click.echo(
         f"{len(report.results.runs)} run(s), {len(report.results.configs)} config(s), "
         f"{len(report.panels)} panel(s), {len(report.plots)} plot(s) -> {out / 'report.md'}, "

@@ -10,31 +10,22 @@ import click
 from nabench.cli.artifacts import artifacts
 from nabench.cli.evaluation import eval_cmd, report_cmd
 from nabench.cli.export import export
-from nabench.cli.group import NabenchGroup
 from nabench.cli.llm import llm
-from nabench.cli.model_flags import ModelFlags, model_options, run_options
+from nabench.cli.model_flags import ModelFlags, model_options, protocol_option, run_options
+from nabench.cli.power import power_cmd
 from nabench.cli.publish import check_push_target, publish, publish_build
+from nabench.cli.root import main
 from nabench.cli.selfknow import selfknow
-from nabench.core.version import __version__
+from nabench.core.errors import NabenchError
 from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
 from nabench.pipelines.label import run_label_command
+from nabench.pipelines.rebuild import build_source, compare_with_rebuild
 from nabench.pipelines.registry import load_recipe, recipe_summary, run_recipe, shipped_recipes
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.schemas.export import json_schemas, write_json_schemas
-from nabench.schemas.protocol import protocols
-from nabench.validate import validate_path
-from nabench.validate.contributions import parse_sources
-
-
-@click.group(cls=NabenchGroup)
-@click.version_option(__version__, prog_name="nabench")
-@click.option("--debug", is_flag=True, help="Show full tracebacks on errors.")
-@click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
-    """Build, validate, label, evaluate and publish perturbed multiple-choice benchmarks."""
-    ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
+from nabench.validate import ValidationReport, Violation, validate_path
+from nabench.validate.contributions import is_contributions_dir, parse_sources
 
 
 @main.command("list")
@@ -43,6 +34,20 @@ def list_cmd() -> None:
 
     for path in shipped_recipes().values():
         click.echo(recipe_summary(path))
+
+
+def _rebuild_violations(
+    path: Path, located: dict[str, str], report: ValidationReport
+) -> list[Violation]:
+    """The rows that differ from a rebuild; a build that cannot be rebuilt fails too (the
+    comparison was asked for), after the violations found without it are listed."""
+    try:
+        location = build_source(path, located)
+        found = compare_with_rebuild(path, location)
+    except NabenchError as exc:
+        return [Violation(path.name, -1, "-", "rebuild_matches", f"not compared: {exc}")]
+    report.notes.append(f"compared every row with a rebuild from {location}")
+    return found
 
 
 @main.command()
@@ -54,13 +59,12 @@ def list_cmd() -> None:
 @click.option(
     "--sample",
     type=click.IntRange(min=1),
-    help="Use a seeded sample of N items per split, stratified by subject.",
+    help="Use a seeded sample of N items per split that pass the eligibility audit, "
+    "stratified by subject.",
 )
 @click.option("--seed", type=click.IntRange(-(2**63), 2**63 - 1), help="Override the recipe seed.")
-@click.option(
-    "--protocol",
-    type=click.Choice(sorted(protocols())),
-    help="A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench].",
+@protocol_option(
+    "build", "A paper's protocol preset (e.g. artifacts-paper: raw source text) [nabench]."
 )
 @click.option(
     "--labels",
@@ -145,6 +149,7 @@ def build(
         publish_build(
             result.out,
             repo_id,
+            compare=False,  # built from that source a moment ago, in this process
             dry_run=dry_run,
             to=push_to,
             private=spec.publish.private,
@@ -159,7 +164,8 @@ def build(
     "sources",
     multiple=True,
     metavar="[DATASET=]LOCATION",
-    help="Contributions: source data to trace ids to (e.g. mmlu=../shared/data/cais__mmlu).",
+    help="A build: rebuild it from this source (path or Hub id) and compare every row. "
+    "Contributions: source data to trace ids to (e.g. mmlu=../shared/data/cais__mmlu).",
 )
 @click.option(
     "--release",
@@ -170,9 +176,13 @@ def validate(path: Path, max_errors: int, sources: tuple[str, ...], release: Pat
     """Check a built folder, a parquet/JSONL file or a contributions/ folder; exit 1 on any
     violation."""
 
+    located = parse_sources(sources)
+    rebuild = bool(located) and path.is_dir() and not is_contributions_dir(path)
     report = validate_path(
-        path, sources=parse_sources(sources) or None, release=release, parse=parse_answer
+        path, sources=None if rebuild else located or None, release=release, parse=parse_answer
     )
+    if rebuild:  # a build: --source is what to rebuild it from
+        report.violations += _rebuild_violations(path, located, report)
     for line in report.notes:
         click.echo(line)
     for violation in report.violations[:max_errors]:
@@ -278,7 +288,7 @@ def schema_export(out: Path | None) -> None:
 def _register_subcommands() -> None:
     """Command groups that live beside their library code."""
 
-    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd, export):
+    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd, export, power_cmd):
         main.add_command(group)
 
 

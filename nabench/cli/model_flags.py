@@ -4,8 +4,8 @@
 
 and the run flags (`run_options`): --max-tokens, --max-attempts, --chunk-size, --quiet.
 
-The command receives them as one `ModelFlags`, which opens the backend and names the cache,
-so a flag means the same thing in every command.
+The command receives them as one `ModelFlags`: a `ModelSpec` (the same model description a
+recipe's model section is) and the cache, so a flag means the same thing in every command.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import yaml
 from nabench.core.errors import NabenchError
 from nabench.llm import ENGINES
 from nabench.llm.options import ModelFlags
+from nabench.schemas.model import ModelSpec
+from nabench.schemas.protocol import protocols
 
 BACKENDS = ("local", "openai", "vllm")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -114,7 +116,15 @@ def model_options(
                 if engine != "ray":
                     raise NabenchError("--ray-address applies to --engine ray only")
                 parsed["ray.address"] = ray_address
-            model_flags = ModelFlags(backend, model, base_url, concurrency, parsed, cache, engine)
+            spec = ModelSpec(
+                backend=backend,
+                model=model,
+                base_url=base_url,
+                concurrency=concurrency,
+                options=parsed,
+                engine=engine,
+            )
+            model_flags = ModelFlags(spec, cache)
             return func(*args, model_flags=model_flags, **kwargs)
 
         return _stack(flags)(command)  # type: ignore[return-value]
@@ -123,18 +133,20 @@ def model_options(
 
 
 def run_options(
-    *, max_tokens: int, chunk_size: int | None = None, max_attempts: bool = True
+    *, max_tokens: int | None, chunk_size: int | None = None, max_attempts: bool = True
 ) -> Callable[[F], F]:
     """Decorator adding `--max-tokens`, `--max-attempts` (JSON retries, when the command
     asks for JSON), `--chunk-size` (when it caches in chunks) and `--quiet`; each command
-    picks the defaults that suit its prompts."""
+    picks the defaults that suit its prompts (``max_tokens=None``: the command's protocol
+    decides)."""
     flags = [
         click.option(
             "--max-tokens",
             type=click.IntRange(min=1),
             default=max_tokens,
-            show_default=True,
-            help="Generation budget per request.",
+            show_default=max_tokens is not None,
+            help="Generation budget per request."
+            + ("" if max_tokens is not None else " [the build's protocol's]"),
         )
     ]
     if max_attempts:
@@ -168,3 +180,34 @@ def _stack(flags: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
         return func
 
     return decorate
+
+
+class ProtocolChoice(click.ParamType):
+    """`--protocol NAME`: a preset of `protocols.yaml` that applies to `stage` (build, eval,
+    report); every command validates it here, the same way. The registry is read on first
+    use, not when the CLI is imported (`nabench --help` stays fast)."""
+
+    name = "protocol"
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+
+    def _names(self) -> list[str]:
+        return sorted(n for n, p in protocols().items() if self.stage in p.applies_to)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(self._names()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        registry = protocols()
+        if value not in registry:
+            self.fail(f"unknown protocol {value!r} (known: {', '.join(sorted(registry))})")
+        applies = registry[value].applies_to
+        if self.stage not in applies:
+            self.fail(f"protocol {value!r} applies to {', '.join(applies)}, not {self.stage}")
+        return str(value)
+
+
+def protocol_option(stage: str, help_text: str) -> Callable[[F], F]:
+    """The `--protocol` option of `build`, `eval` and `report` (see `ProtocolChoice`)."""
+    return click.option("--protocol", type=ProtocolChoice(stage), help=help_text)

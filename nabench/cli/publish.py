@@ -9,12 +9,14 @@ from typing import Any
 import click
 from huggingface_hub import HfApi
 
+from nabench.pipelines.rebuild import REBUILDABLE, compare_with_rebuild, local_source
 from nabench.publish.git import plan_for_git, publish_to_git
 from nabench.publish.hub import push
 from nabench.publish.plan import (
     PublishError,
     PublishPlan,
     RemoteState,
+    check_publishable,
     make_plan,
     parse_target,
     read_manifest,
@@ -36,6 +38,7 @@ def publish_build(
     private: bool = False,
     dry_run: bool = False,
     to: str | None = None,
+    compare: bool = True,
 ) -> PublishPlan:
     """Publish a staged build folder (what `nabench build ... --push` calls after building).
 
@@ -45,6 +48,8 @@ def publish_build(
     """
     out_dir = Path(out_dir)
     manifest = read_manifest(out_dir)
+    if compare and not dry_run:
+        check_against_source(out_dir, manifest)
     kind, target = parse_target(to) if to else ("hub", "")
     if kind == "git":
         repo_id = repo_id or _recipe_repo_id(manifest)
@@ -68,6 +73,29 @@ def publish_build(
     click.echo(pushed.plan.render())
     click.echo(f"committed {pushed.commit} to {repo_id}, tagged {pushed.tag}")
     return pushed.plan
+
+
+def check_against_source(out_dir: Path, manifest: Mapping[str, Any]) -> None:
+    """Compare the build with a rebuild from its recorded source when that source is on this
+    machine (a forgery with recomputed hashes fails here); say so when it is not."""
+    check_publishable(out_dir, manifest)  # a build that fails validation is refused as such
+    source = local_source(manifest)
+    location = (manifest.get("source") or {}).get("location")
+    if source is None or manifest.get("kind") not in REBUILDABLE:
+        why = "needs its models" if source is not None else f"source {location!r} is not here"
+        click.echo(
+            f"note: {out_dir} was not compared with a rebuild ({why}); "
+            f"`nabench validate {out_dir} --source PATH` compares it",
+            err=True,
+        )
+        return
+    differences = compare_with_rebuild(out_dir, str(source))
+    if differences:
+        raise PublishError(
+            f"{out_dir}: differs from a rebuild from {source} ({len(differences)} "
+            f"difference(s), first: {differences[0]}); nothing was published"
+        )
+    click.echo(f"compared every row with a rebuild from {source}: identical")
 
 
 def _recipe_repo_id(manifest: Mapping[str, Any], default: str | None = None) -> str:

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import LETTERS
 from nabench.evaluation.strategies import ItemBatch
+from nabench.sources.sample import stratified_sample
 
 __all__ = ["EvalItems", "RowKind", "build_items"]
 
@@ -48,6 +49,16 @@ class EvalItems:
     row_item: NDArray[np.int64]
     row_option: NDArray[np.int64]
     source_ids: tuple[str, ...] = ()  # per item; empty means the item ids
+    # Per item: no question to ask (a `qi_step2` row kept without an inferred question, the
+    # `artifacts-paper` protocol): never sent to the model, scored as an invalid answer.
+    not_asked: NDArray[np.bool_] | None = None
+
+    @property
+    def asked_rows(self) -> NDArray[np.bool_]:
+        """Per prompt row: whether it is sent (its item has a question to ask)."""
+        if self.not_asked is None:
+            return np.ones(len(self.rows), dtype=bool)
+        return ~self.not_asked[self.row_item]
 
     @property
     def n_choices(self) -> NDArray[np.int64]:
@@ -73,10 +84,38 @@ def _source_ids(df: pd.DataFrame, ids: list[str]) -> tuple[str, ...]:
     return tuple(ids)
 
 
+QI_STEP2 = "qi_step2"
+
+
+def _not_asked(df: pd.DataFrame) -> NDArray[np.bool_] | None:
+    """Step-2 rows without an inferred question (null ``inserted_question``)."""
+    if "inserted_question" not in df.columns or "prompt_type" not in df.columns:
+        return None
+    mask = (df["prompt_type"] == QI_STEP2).to_numpy(bool) & df[
+        "inserted_question"
+    ].isna().to_numpy()
+    return mask if mask.any() else None
+
+
 def _subjects(df: pd.DataFrame) -> tuple[str | None, ...]:
     if "subject" not in df.columns:
         return (None,) * len(df)
     return tuple(None if pd.isna(s) else str(s) for s in df["subject"])
+
+
+EVAL_SAMPLE_SEED = 0  # `eval --sample`: the draw is build's (seed, "sample", id), seed 0
+
+
+def sample_rows(df: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The rows of `n` items drawn as `build --sample` draws them (stratified by subject, the
+    smallest per-item hash first), in row order. The draw depends on the ids alone, so every
+    config of a build samples the same source items and stays paired with `original`."""
+    key = "item_id" if "item_id" in df.columns else "id"
+    first = df.drop_duplicates(key)
+    ids = first[key].astype(str).tolist()
+    positions = stratified_sample(ids, list(_subjects(first)), n, EVAL_SAMPLE_SEED)
+    chosen = {ids[i] for i in positions}
+    return df[df[key].astype(str).isin(chosen)]
 
 
 def build_items(config: str, df: pd.DataFrame, limit: int | None = None) -> EvalItems:
@@ -135,4 +174,5 @@ def build_items(config: str, df: pd.DataFrame, limit: int | None = None) -> Eval
         np.arange(n),
         np.full(n, -1, dtype=np.int64),
         _source_ids(df, ids),
+        _not_asked(df) if kind == "letter" else None,
     )

@@ -30,7 +30,7 @@ from nabench.evaluation.scoring import (
 )
 from nabench.llm import write_json_atomic
 from nabench.schemas.protocol import ScoringPreset
-from nabench.stats.inference import accuracy_ci, json_safe
+from nabench.stats.inference import accuracy_ci, json_safe, score_fields
 
 __all__ = ["score_outputs", "summarise", "write_config_results"]
 
@@ -109,6 +109,11 @@ def score_outputs(
                         toks, letter, int(n_choices[i])
                     )
                 extra["confidence_selected_token"] = token_p
+        if items.not_asked is not None:
+            # No question to ask (qi_step2 without an inferred question): never an answer,
+            # whatever a strategy or model produced; scored as invalid, as the authors do.
+            codes[items.not_asked] = INVALID
+            confidence[items.not_asked] = np.nan
         scores = score_codes(codes, batch.gold, invalid_credit)
         invalid = codes == INVALID
         parsed = [None if c == INVALID else LETTERS[c] for c in codes.tolist()]
@@ -130,6 +135,8 @@ def score_outputs(
         "n_choices": n_choices,
         **extra,
     }
+    if items.not_asked is not None:
+        table["not_asked"] = np.asarray(items.not_asked, dtype=bool)
     return pd.DataFrame(table)
 
 
@@ -148,19 +155,25 @@ def summarise(
 ) -> dict[str, Any]:
     """The summary JSON of one (run, config).
 
-    ``ci_low``/``ci_high``: Wilson 95 % when every score is 0 or 1, otherwise the
-    percentile bootstrap (2,000 resamples, seed 0), as ``ci_method`` says; both are kept.
-    ``majority_baseline``: share of the most frequent gold letter; the gain over it is
-    tested one-sided with :func:`baseline_test` (binomial, or t for partial credit).
+    ``accuracy``: the share of correct answers (an invalid answer is wrong), with its
+    Wilson 95 % interval (``ci_low``/``ci_high``; the bootstrap one kept beside it).
+    ``score``: the mean item score, where an invalid answer earns ``invalid_credit``
+    (``score_ci_low``/``score_ci_high``: Wilson for 0/1 scores, else percentile bootstrap,
+    2,000 resamples, seed 0). ``majority_baseline``: share of the most frequent gold
+    letter; the accuracy's gain over it is tested one-sided (exact binomial).
     """
     n = len(responses)
     if n == 0:
         raise NabenchError(f"config {config!r}: no items to evaluate")
+    # Accuracy is strict (share correct, an invalid answer is wrong); the mean score with
+    # the invalid credit is the separate `score` (the artifacts paper's metric).
+    correct = responses["correct"].to_numpy(np.float64)
+    ci = accuracy_ci(correct)
     scores = responses["score"].to_numpy(np.float64)
-    ci = accuracy_ci(scores)
-    binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
+    score_ci = accuracy_ci(scores)
+    score_binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
     base = majority_baseline(responses["gold"].tolist())
-    test = baseline_test(scores, base)
+    test = baseline_test(correct, base)
     conf = responses["confidence"].to_numpy(np.float64)
     return {
         "model": model_id,
@@ -170,11 +183,13 @@ def summarise(
         "config": config,
         "kind": kind,
         "n": n,
-        **ci.fields(binary),
+        **ci.fields(True),
         "confidence_level": ci.confidence,
         "n_correct": int(responses["correct"].sum()),
+        **score_fields(score_ci, score_binary),
         "invalid_rate": float(responses["invalid"].mean()),
         "invalid_credit": float(invalid_credit),
+        "not_asked": int(responses["not_asked"].sum()) if "not_asked" in responses else 0,
         "majority_baseline": base,
         "gain_over_majority": ci.accuracy - base,
         "baseline_p_value": test.p_value,

@@ -77,7 +77,8 @@ def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Pane
     left_out = [str(run) for run in sizes.index if run not in keep]
     r = r[r["run"].isin(keep)]
     # one pivot instead of a per-run lookup: items × runs, items all kept runs answered
-    wide = r.pivot(index="id", columns="run", values="score").dropna()
+    # 0/1 correct outcomes (KR-20 is defined for dichotomous items; an invalid answer is wrong)
+    wide = r.pivot(index="id", columns="run", values="correct").astype(np.float64).dropna()
     first = r[r["run"] == keep[0]]
     in_all = pd.Index(first["id"]).isin(wide.index)  # the first run's item order
     if not in_all.any():

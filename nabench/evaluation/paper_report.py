@@ -2,7 +2,10 @@
 name them, one function each in `PAPER_TABLES`; a table marked per grouping is computed under
 every category grouping the preset lists (``<name>_<grouping>``).
 
-The NA study (`na-paper`), each needing ≥ 5 models like every panel statistic:
+The NA study (`na-paper`), each needing ≥ 5 models like every panel statistic; Tables 1–2
+and the ANOVA compare the preset's ``report.conditions`` (the paper's three: original, NA as
+the answer, NA as a distractor) whatever else was evaluated, and ``tables/anova.csv`` is the
+ANOVA under the preset's first (the paper's own, Hendrycks) grouping:
 
 * ``paper_table1_<g>``: discrimination index per category × variant: mean and SD of the
   per-item D of `discrimination_table` over the category's items;
@@ -21,8 +24,9 @@ The NA study (`na-paper`), each needing ≥ 5 models like every panel statistic:
 
 * ``baseline_t_test``: per model run × config, a one-sided independent two-sample t-test
   (scipy ``ttest_ind(..., alternative="greater")``, as the authors' code) of the per-item
-  scores against the per-item scores of the majority baseline (1 where the gold letter is
-  the config's most frequent one), significant at p < 0.00005 as the paper;
+  scores (``score``: the paper's metric, an invalid answer earning the run's invalid
+  credit; not accuracy) against the per-item scores of the majority baseline (1 where the
+  gold letter is the config's most frequent one), significant at p < 0.00005 as the paper;
 * ``qi_choices_only_kappa``: per model run, Cohen's κ between its choices-only and its
   two-step question-inference (``qi_step2``) predictions on their common items (an invalid
   answer is its own label).
@@ -55,7 +59,14 @@ from nabench.schemas.protocol import Protocol, ReportPreset
 from nabench.stats.inference import cohen_kappa
 from nabench.stats.paper_tables import kr20_mean_sd_by_category
 
-__all__ = ["ARTIFACTS_ALPHA", "PAPER_TABLES", "paper_tables"]
+__all__ = [
+    "ARTIFACTS_ALPHA",
+    "PAPER_TABLES",
+    "condition_notes",
+    "paper_anova",
+    "paper_conditions",
+    "paper_tables",
+]
 
 ARTIFACTS_ALPHA = 0.00005  # the artifacts paper's significance level
 
@@ -84,7 +95,8 @@ def _regrouped(df: pd.DataFrame, grouping: Grouping) -> pd.DataFrame:
 
 
 def _discrimination(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
-    d = _regrouped(ctx.tables["discrimination"], grouping)
+    d = ctx.tables["discrimination"]
+    d = _regrouped(d[d["config"].isin(list(ctx.configs))], grouping)
     return (
         d.groupby(["category", "config"], sort=True)["D"]
         .agg(n_items="size", mean_D="mean", sd_D="std")
@@ -98,7 +110,7 @@ def _kr20_mean_sd(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
             {p.config: p.scores}, p.subjects, {s: category_of(s, grouping) for s in set(p.subjects)}
         )
         for p in ctx.panels
-        if p.enough
+        if p.enough and p.config in ctx.configs
     ]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -159,7 +171,7 @@ def _baseline_t_test(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
                 "config": config,
                 "n": len(scored),
                 "n_baseline": len(g),
-                "accuracy": float(scores.mean()) if len(scores) else math.nan,
+                "score": float(scores.mean()) if len(scores) else math.nan,
                 "majority_letter": majority,
                 "majority_baseline": float(base.mean()),
                 "t": t,
@@ -167,7 +179,7 @@ def _baseline_t_test(ctx: PaperContext, grouping: Grouping) -> pd.DataFrame:
                 "significant": bool(not math.isnan(p) and p < ARTIFACTS_ALPHA),
             }
         )
-    cols = ["run", "config", "n", "n_baseline", "accuracy", "majority_letter",
+    cols = ["run", "config", "n", "n_baseline", "score", "majority_letter",
             "majority_baseline", "t", "p_value", "significant"]  # fmt: skip
     return pd.DataFrame(out, columns=cols)
 
@@ -245,20 +257,20 @@ def _per_subject(r: pd.DataFrame, labelled: set[str], applicable: set[str]) -> p
         {
             "run": r["run"].astype(str).to_numpy(),
             "subject": r["subject"].astype(object).fillna("(none)").to_numpy(),
-            "score": r["score"].to_numpy(np.float64),
+            "hit": r["correct"].to_numpy(np.float64),  # accuracy: an invalid answer is wrong
             "kept": src.isin(applicable).to_numpy(),
             "labelled": src.isin(labelled).to_numpy(),
         }
     )
     frame["unlabelled"] = ~frame["labelled"]
-    frame["full_score"] = frame["score"].where(frame["labelled"])
-    frame["kept_score"] = frame["score"].where(frame["kept"])
+    frame["full_hit"] = frame["hit"].where(frame["labelled"])
+    frame["kept_hit"] = frame["hit"].where(frame["kept"])
     out = frame.groupby(["run", "subject"], sort=True).agg(
         n_full=("labelled", "sum"),
         n_filtered=("kept", "sum"),
         n_unlabelled=("unlabelled", "sum"),
-        acc_full=("full_score", "mean"),
-        acc_filtered=("kept_score", "mean"),  # NaN where the filter keeps nothing
+        acc_full=("full_hit", "mean"),
+        acc_filtered=("kept_hit", "mean"),  # NaN where the filter keeps nothing
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         out.insert(3, "filter_rate", 1.0 - out["n_filtered"] / out["n_full"])
@@ -351,6 +363,37 @@ _OUTPUT_NAME = {
 }
 
 
+def paper_conditions(spec: ReportPreset, evaluated: Sequence[str]) -> list[str]:
+    """The configs Tables 1–2 and the ANOVA compare: the preset's conditions that were
+    evaluated (the paper's three, whatever else was), or every evaluated one."""
+    if spec.conditions is None:
+        return list(evaluated)
+    return [c for c in spec.conditions if c in set(evaluated)]
+
+
+def condition_notes(protocol: Protocol | None, evaluated: Sequence[str]) -> list[str]:
+    """A line when a condition the preset's paper compares was not evaluated."""
+    if protocol is None or protocol.report is None or protocol.report.conditions is None:
+        return []
+    missing = [c for c in protocol.report.conditions if c not in set(evaluated)]
+    if not missing:
+        return []
+    kept = paper_conditions(protocol.report, evaluated)
+    return [
+        f"protocol {protocol.name}: condition(s) {', '.join(missing)} not evaluated; its "
+        f"Tables 1-2 and ANOVA compare {', '.join(kept) or 'nothing'} only"
+    ]
+
+
+def paper_anova(protocol: Protocol | None) -> str | None:
+    """The paper table that is `tables/anova.csv` under this preset: its ANOVA under the
+    paper's own (first) category grouping; None without one."""
+    spec = None if protocol is None else protocol.report
+    if spec is None or "anova_by_category" not in spec.tables:
+        return None
+    return f"{_OUTPUT_NAME['anova_by_category']}_{spec.categories[0]}"
+
+
 def paper_tables(
     tables: Mapping[str, pd.DataFrame],
     panels: Sequence[Panel],
@@ -364,7 +407,7 @@ def paper_tables(
     spec = protocol.report
     if spec is None:
         return {}
-    ctx = PaperContext(tables, panels, configs, results, spec, labels)
+    ctx = PaperContext(tables, panels, paper_conditions(spec, configs), results, spec, labels)
     out: dict[str, pd.DataFrame] = {}
     for name in spec.tables:
         table = PAPER_TABLES[name]

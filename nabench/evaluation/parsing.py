@@ -22,7 +22,11 @@ to letters, 1 → A):
    kept distinct from a wrong letter; :mod:`nabench.evaluation.scoring` gives it the
    invalid credit.
 
-Lowercase letters are never labels (``a``/``i`` are English words far more often).
+Lowercase letters count only right after an answer statement's key (``Answer: c``,
+``the answer is (b)``, ``I choose d.``) and only in a form no English word takes: wrapped
+(``(c)``, ``[c]``, ``**c**``), alone at the end of a line (``c``, ``c.``, ``c)``), or as a
+label before the option's text (``c. 105``, ``b) 105``). ``the answer is a matter of taste``
+and a bare leading ``a`` stay invalid (``a``/``i`` are English words far more often).
 """
 
 from __future__ import annotations
@@ -69,7 +73,21 @@ _PROSE_KEY = (
     r"|answer\s+(?:is|would\s+be|should\s+be)(?:\s+(?:option|choice))?"
     r"|(?:choose|pick|select|go\s+with)(?:\s+(?:option|choice))?))"
 )
+# A lowercase letter after a key, in a form an article or pronoun never takes (module doc).
+_LOWER_FORMS = (
+    r"\((?P<tok>[a-z])\)",
+    r"\[(?P<tok>[a-z])\]",
+    r"\*\*(?P<tok>[a-z])\*\*",
+    r"(?P<tok>[a-z])[.):]?(?=[ \t*]*(?:\n|\Z))",
+    r"(?P<tok>[a-z])[.):](?=[ \t]+\S)",
+)
+_LOWER_STATEMENTS = tuple(
+    re.compile(key + _SEP + r"(?<![A-Za-z0-9])" + form + r"(?![A-Za-z0-9])")
+    for key in (_COLON_KEY, _PROSE_KEY)
+    for form in _LOWER_FORMS
+)
 _STATEMENTS = (
+    *_LOWER_STATEMENTS,
     re.compile(_COLON_KEY + _SEP + _token("A-Z1-9")),
     re.compile(_PROSE_KEY + _SEP + _token("A-Z")),
     re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?(?P<tok>[A-Z])\b"),
@@ -98,7 +116,7 @@ def _check_n_choices(n_choices: int) -> None:
 
 
 def _code(ch: str, n_choices: int) -> int:
-    code = int(ch) - 1 if ch.isdigit() else ord(ch) - ord("A")
+    code = int(ch) - 1 if ch.isdigit() else ord(ch.upper()) - ord("A")
     return code if code < n_choices else INVALID
 
 

@@ -251,8 +251,9 @@ class ModelProducer:
         ]
 
     def produce(self, items: EvalItems) -> Produced:
-        reqs = self.requests(items)
-        comps, stats = run_cached(
+        asked = items.asked_rows
+        reqs = [r for r, a in zip(self.requests(items), asked.tolist(), strict=True) if a]
+        sent, stats = run_cached(
             self.backend,
             reqs,
             self.cache,
@@ -260,6 +261,7 @@ class ModelProducer:
             chunk_size=self.chunk_size,
             progress=self.progress,
         )
+        comps = _with_not_asked(sent, asked)
         failed = [c for c in comps if not c.ok]
         if failed:
             raise NabenchError(
@@ -288,9 +290,21 @@ class ModelProducer:
         )
 
 
+_NOT_ASKED = Completion(text="", finish_reason="not_asked")
+
+
+def _with_not_asked(sent: Sequence[Completion], asked: NDArray[np.bool_]) -> list[Completion]:
+    """One completion per prompt row: the sent ones in order, an empty one where the row
+    was not asked (scored as invalid by `score_outputs`)."""
+    it = iter(sent)
+    return [next(it) if a else _NOT_ASKED for a in asked.tolist()]
+
+
 def _first_token_options(
     comp: Completion, n_choices: int, backend: str, exact_prefix: str | None = None
 ) -> list[float]:
+    if comp is _NOT_ASKED:
+        return [-math.inf] * n_choices
     if not comp.logprobs:
         raise NabenchError(
             f"the {backend!r} backend returned no log-probabilities; --mode loglik needs a "

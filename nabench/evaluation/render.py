@@ -1,26 +1,27 @@
 """``report.md``: the report's tables as Markdown, laid out by ``templates/report.md.jinja``.
 
-Numbers are formatted here (floats to 3 decimals, missing as ``n/a``); p-values keep
-their exact value in significant digits (``2.4e-07``, never ``0.000``).
+Cells are formatted by :mod:`nabench.core.cells` (the one formatter of every table:
+floats to 3 decimals, missing as ``n/a``, p-values in significant digits and one that
+underflowed as ``< 1e-300``); Markdown escapes the pipes.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nabench.core.cells import fmt_cell
 from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
+from nabench.evaluation.paper_report import paper_anova
+from nabench.evaluation.report_data import Report
+from nabench.evaluation.tables import RUN_COLUMNS_MD, runs_table, with_ci
 
-if TYPE_CHECKING:
-    from nabench.evaluation.report import Report
-
-__all__ = ["fmt_p", "fmt_value", "md_table", "render_markdown"]
+__all__ = ["md_table", "render_markdown"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 HEADLINE_MD = [
@@ -29,11 +30,18 @@ HEADLINE_MD = [
     "n",
     "acc_original",
     "acc_variant",
+    "invalid_share_original",
+    "invalid_share_variant",
     "diff",
     "diff_ci",
     "rel_drop",
     "rel_drop_ci",
     "mcnemar_p",
+    "mcnemar_p_bh",
+    "significant_fdr",
+    "mde_80",
+    "clustering",
+    "cl_p",
     "orig_only_correct",
     "variant_only_correct",
 ]
@@ -43,37 +51,6 @@ def _templates() -> Any:
     return markdown_environment(TEMPLATES, trim_blocks=True)
 
 
-def fmt_p(v: object) -> str:
-    """A p-value: 3 significant digits, scientific below 0.001, ``0`` only when exact."""
-    if v is None or (isinstance(v, float | np.floating) and math.isnan(float(v))):
-        return "n/a"
-    f = float(v)  # type: ignore[arg-type]
-    if f == 0.0:
-        return "0 (exact)"
-    return f"{f:.2e}" if f < 1e-3 else f"{f:.3g}"
-
-
-def fmt_value(v: object, digits: int = 3) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, bool | np.bool_):
-        return str(bool(v))
-    if isinstance(v, int | np.integer):
-        return str(int(v))
-    if isinstance(v, float | np.floating):
-        f = float(v)
-        if math.isnan(f):
-            return "n/a"
-        if f != 0.0 and abs(f) < 10 ** (-digits):
-            return f"{f:.1e}"
-        return f"{f:.{digits}f}"
-    return str(v).replace("|", "\\|")
-
-
-def _is_p(col: str) -> bool:
-    return col == "p_value" or col.endswith("_p") or col.startswith("p_value")
-
-
 def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     """A pipe table of ``df`` (floats to 3 decimals, p-values exact, nan as n/a)."""
     cols = [str(c) for c in (columns or df.columns)]
@@ -81,23 +58,9 @@ def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
         return "_(none)_\n"
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df[cols].itertuples(index=False):
-        cells = [fmt_p(v) if _is_p(c) else fmt_value(v) for c, v in zip(cols, row, strict=True)]
+        cells = [fmt_cell(c, v).replace("|", "\\|") for c, v in zip(cols, row, strict=True)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _with_ci(df: pd.DataFrame) -> pd.DataFrame:
-    def ci(lo: pd.Series, hi: pd.Series) -> pd.Series:
-        return pd.Series(
-            [f"[{fmt_value(a)}, {fmt_value(b)}]" for a, b in zip(lo, hi, strict=True)],
-            index=df.index,
-            dtype=object,
-        )
-
-    return df.assign(
-        diff_ci=ci(df["diff_low"], df["diff_high"]),
-        rel_drop_ci=ci(df["rel_drop_low"], df["rel_drop_high"]),
-    )
 
 
 def _subject_sections(report: Report, top: int) -> list[dict[str, str]]:
@@ -107,7 +70,12 @@ def _subject_sections(report: Report, top: int) -> list[dict[str, str]]:
     for variant, g in subj.groupby("config", sort=False):
         mean = (
             g.groupby("subject")
-            .agg(n=("n", "max"), models=("run", "nunique"), mean_drop=("diff", "mean"))
+            .agg(
+                n=("n", "max"),
+                models=("run", "nunique"),
+                mean_drop=("diff", "mean"),
+                models_fdr_significant=("significant_fdr", "sum"),
+            )
             .sort_values(["mean_drop", "subject"], ascending=[False, True])
             .reset_index()
         )
@@ -139,6 +107,7 @@ def _panel_context(report: Report) -> dict[str, Any]:
         else ""
     )
     ctx["anova"] = md_table(t["anova"]) if not t["anova"].empty else ""
+    ctx["anova_note"] = _anova_note(report)
     disc = t["discrimination"]
     ctx["discrimination"] = (
         ""
@@ -159,21 +128,16 @@ def _panel_context(report: Report) -> dict[str, Any]:
     return ctx
 
 
-def _runs_table(report: Report) -> pd.DataFrame:
-    s = report.results.summaries
-    roles = report.results.roles()
-    runs = (
-        s.groupby("run", sort=False)
-        .agg(
-            model=("model", "first"),
-            mode=("mode", "first"),
-            backend=("backend", "first"),
-            configs=("config", lambda c: ", ".join(c)),
-        )
-        .reset_index()
+def _anova_note(report: Report) -> str:
+    """Which ANOVA the report shows: a paper preset's own (its conditions and grouping)."""
+    p = report.protocol
+    if p is None or p.report is None or paper_anova(p) is None:
+        return ""
+    conditions = ", ".join(p.report.conditions or ["every evaluated config"])
+    return (
+        f"As the `{p.name}` protocol states: over its conditions ({conditions}) under the "
+        f"`{p.report.categories[0]}` category grouping."
     )
-    runs.insert(1, "role", runs["run"].map(roles))
-    return runs
 
 
 def render_markdown(report: Report, top_subjects: int = 10) -> str:
@@ -190,29 +154,36 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         "ci_high",
         "ci_method",
         "invalid_rate",
+        "score",
         "majority_baseline",
         "gain",
         "p_value",
         "test",
     ]
     ctx = {
-        "runs": md_table(_runs_table(report)),
+        "runs": md_table(runs_table(report.results), RUN_COLUMNS_MD),
+        "notes": report.notes,
         "models": report.results.models,
         "baselines": report.results.baselines,
-        "headline": md_table(_with_ci(head), HEADLINE_MD) if not head.empty else "",
+        "headline": md_table(with_ci(head), HEADLINE_MD) if not head.empty else "",
         "worst_case": ""
         if t["worst_case"].empty
-        else md_table(_with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
+        else md_table(with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
+        "redux": ""
+        if t.get("headline_redux") is None or t["headline_redux"].empty
+        else md_table(with_ci(t["headline_redux"]), [*HEADLINE_MD[:2], "redux", *HEADLINE_MD[2:]]),
         "categories": ""
         if t["headline_categories"].empty
         else md_table(
-            _with_ci(t["headline_categories"]), [*HEADLINE_MD[:2], "category", *HEADLINE_MD[2:]]
+            with_ci(t["headline_categories"]), [*HEADLINE_MD[:2], "category", *HEADLINE_MD[2:]]
         ),
         "configs": [
             {"config": str(c), "table": md_table(g, cfg_cols)}
             for c, g in t["configs"].groupby("config", sort=False)
         ],
         "subjects": _subject_sections(report, top_subjects),
+        "shortcuts_run": not t["shortcuts"].empty,
+        "shortcuts": md_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
         "top_subjects": top_subjects,
         "min_coverage": f"{report.min_coverage:.0%}",
         "panel": _panel_context(report),

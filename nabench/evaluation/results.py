@@ -35,11 +35,12 @@ __all__ = [
     "NA_KEYED",
     "NON_MMLU",
     "ORIGINAL",
+    "RUN_SETTINGS",
     "Results",
     "Role",
     "category_of",
+    "item_texts",
     "load_results",
-    "run_folders",
 ]
 
 ORIGINAL = "original"
@@ -48,6 +49,10 @@ NON_MMLU = "non_mmlu"
 BASELINE_BACKENDS = frozenset({"reference"})
 Role = Literal["model", "baseline"]
 _COLUMNS = ["id", "subject", "score", "correct", "invalid", "confidence", "gold"]
+_TEXT_COLUMNS = ("parsed", "raw_output")
+# What a summary records of how its run was made, kept per (run, config) for the runs table.
+RUN_SETTINGS = ("prompt_version", "dataset", "revision", "split")
+_ITEM_TEXT = ("id", "question", "choices", "answer", "na_text")
 
 
 def category_of(subject: object, grouping: Grouping = "lm_eval") -> str:
@@ -92,6 +97,24 @@ class Results:
     def baselines(self) -> list[str]:
         return [r for r, role in self.roles().items() if role == "baseline"]
 
+    def model_identity(self) -> dict[str, tuple[str, str, str]]:
+        """Model run → (backend, model id, weights revision): what makes it another model.
+        Settings (prompt, limit, decoding, …) do not: two runs of one model differ in them."""
+        s = self.summaries.drop_duplicates("run")
+        s = s[s["run"].isin(self.models)]
+        rev = s["model_revision"] if "model_revision" in s else pd.Series(None, index=s.index)
+        return {
+            str(r): (str(b), str(m), "" if v is None or pd.isna(v) else str(v))
+            for r, b, m, v in zip(s["run"], s["backend"], s["model"], rev, strict=True)
+        }
+
+    def subset(self, runs: Sequence[str]) -> Results:
+        """These runs only (in this order of appearance)."""
+        keep = set(runs)
+        s = self.summaries[self.summaries["run"].isin(keep)].reset_index(drop=True)
+        r = self.responses[self.responses["run"].isin(keep)].reset_index(drop=True)
+        return Results(s, r)
+
     def mc_variants(self) -> list[str]:
         """Configs compared with ``original``: multiple-choice (``mc``) configs but it."""
         s = self.summaries
@@ -132,7 +155,7 @@ def _read_responses(parquet: Path) -> tuple[pa.Table, set[str]]:
                     f"{parquet}: not an eval responses file (missing column(s) "
                     f"{', '.join(missing)})"
                 )
-            optional = [c for c in ("source_id", "parsed") if c in names]
+            optional = [c for c in ("source_id", *_TEXT_COLUMNS) if c in names]
             table = pf.read(columns=_COLUMNS + optional)
         score = table.column("score").cast(pa.float64())
     except NabenchError:
@@ -160,14 +183,24 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
     table, names = _read_responses(parquet)
     n = table.num_rows
     source_id = table.column("source_id" if "source_id" in names else "id")  # older results
-    parsed = (  # the predicted letter (kappa between configs); absent in hand-made files
-        table.column("parsed").cast(pa.string()) if "parsed" in names else pa.nulls(n, pa.string())
-    )
+    # the predicted letter (kappa between configs) and the raw output (the item browser);
+    # absent in hand-made files
+    texts = [
+        table.column(c).cast(pa.string()) if c in names else pa.nulls(n, pa.string())
+        for c in _TEXT_COLUMNS
+    ]
     table = table.select(["id", *_COLUMNS[1:]])
-    table = table.add_column(1, "source_id", source_id).append_column("parsed", parsed)
+    table = table.add_column(1, "source_id", source_id)
+    for name, column in zip(_TEXT_COLUMNS, texts, strict=True):
+        table = table.append_column(name, column)
     table = table.append_column("run", pa.array([run] * n, pa.string()))
     table = table.append_column("config", pa.array([config] * n, pa.string()))
-    row = {
+    return _summary_row(summary, run, config), table
+
+
+def _summary_row(summary: dict[str, Any], run: str, config: str) -> dict[str, Any]:
+    """What the report keeps of a summary, nabench's or a harness run's."""
+    return {
         "run": run,
         "model": summary.get("model", run),
         "mode": summary.get("mode", "generate"),
@@ -175,8 +208,9 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
         "config": config,
         "kind": summary.get("kind", "mc"),
         "invalid_credit": summary.get("invalid_credit"),
+        **{k: summary.get(k) for k in RUN_SETTINGS},
+        "model_revision": summary.get("model_revision"),
     }
-    return row, table
 
 
 def _read_external(path: Path) -> list[ExternalRun]:
@@ -206,13 +240,12 @@ def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
             "confidence": pa.array(df["confidence"], pa.float64()),
             "gold": pa.array(df["gold"], pa.string()),
             "parsed": pa.array(df["parsed"], pa.string()),
+            "raw_output": pa.array(df["raw_output"], pa.string()),
             "run": pa.array([ext.run] * len(df), pa.string()),
             "config": pa.array([ext.config] * len(df), pa.string()),
         }
     )
-    row = {k: ext.summary.get(k) for k in ("run", "model", "mode", "backend", "config")}
-    row.update(kind=ext.summary.get("kind", "mc"), invalid_credit=ext.summary.get("invalid_credit"))
-    return row, table
+    return _summary_row(ext.summary, ext.run, ext.config), table
 
 
 def load_results(paths: Sequence[str | Path]) -> Results:
@@ -256,8 +289,18 @@ def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
     return table.to_pandas().loc[:, [*front, *(c for c in table.column_names if c not in front)]]
 
 
-def run_folders(paths: Sequence[str | Path]) -> dict[str, Path]:
-    """Run name → its folder, named exactly as :func:`load_results` names runs (harness
-    logs have no run folder: they are left out)."""
-    dirs = _run_dirs([p for p in paths if not is_external(Path(p))])
-    return {name: d for d, name in _run_names(dirs).items()}
+def item_texts(summaries: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Config -> its items' text (``id``, ``question``, ``choices``, ``answer``, ``na_text``)
+    from the built dataset a run of it records (``dataset``), when that is a local folder:
+    what the item browser shows beside the answers. Harness runs record no dataset; a
+    nabench run of the same config supplies it."""
+    texts: dict[str, pd.DataFrame] = {}
+    for config, dataset in zip(summaries["config"], summaries["dataset"], strict=True):
+        if config in texts or not isinstance(dataset, str):
+            continue
+        files = sorted(Path(dataset, config).glob("*.parquet"))
+        if files:
+            names = set(pq.read_schema(files[0]).names)
+            cols = [c for c in _ITEM_TEXT if c in names]
+            texts[config] = pd.concat([pq.read_table(f, columns=cols).to_pandas() for f in files])
+    return texts

@@ -2,7 +2,9 @@
 
 A run folder ``<out>/<run>/`` holds ``run.json``: the settings that make outputs differ
 (model, backend and endpoint, mode, prompt format, dataset, revision, split, limit,
-decoding, invalid credit, prompt version). A results folder is never silently overwritten:
+decoding, invalid credit, prompt version), and beside them the engine that dispatched it
+(not a setting: both engines give the same outputs). A results folder is never silently
+overwritten:
 
 * ``--run-name NAME``: the folder ``NAME``; if it holds a run with other settings the
   command is refused, naming the settings that differ.
@@ -16,7 +18,6 @@ Adding configs to a run with the same settings, and rerunning it, reuse the fold
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind, check_folder
+from nabench.core.safe_load import load_json_file
 from nabench.llm import write_json_atomic
 
 __all__ = [
@@ -68,12 +70,17 @@ def model_slug(model_id: str, mode: str = "generate", prompt_format: str = "nabe
 def read_settings(run_dir: Path) -> dict[str, Any] | None:
     """The settings of the run in ``run_dir`` (None if it holds no run)."""
     path = run_dir / RUN_FILE
-    if path.is_file():
-        return {**_DEFAULTS, **json.loads(path.read_text("utf-8"))["settings"]}
+    if path.is_file():  # the bounded loader: a damaged file is one line naming it
+        record = load_json_file(path)
+        if not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
+            raise NabenchError(f'{path}: not a run record (no "settings" object)')
+        return {**_DEFAULTS, **record["settings"]}
     summaries = sorted(run_dir.glob("*.summary.json"))
     if not summaries:
         return None
-    s = json.loads(summaries[0].read_text("utf-8"))
+    s = load_json_file(summaries[0])
+    if not isinstance(s, dict):
+        raise NabenchError(f"{summaries[0]}: not an eval summary")
     return {**_DEFAULTS, **{k: s.get(k) for k in _SUMMARY_KEYS}}
 
 
@@ -130,6 +137,13 @@ def check_results_out(out: Path, dataset: str) -> None:
     check_folder(out, RESULTS_ROOT, [("the dataset", local)] if local.exists() else [])
 
 
-def write_settings(run_dir: Path, settings: Mapping[str, Any]) -> Path:
-    """Record the run's settings (``run.json``) before any result is written."""
-    return write_json_atomic({"settings": dict(settings)}, run_dir / RUN_FILE)
+def write_settings(
+    run_dir: Path, settings: Mapping[str, Any], engine: Mapping[str, Any] | None = None
+) -> Path:
+    """Record the run's settings (``run.json``) before any result is written, and the engine
+    that dispatched it beside them: local and ray give the same outputs, so the engine is
+    recorded but is no setting that makes a run another run."""
+    record: dict[str, Any] = {"settings": dict(settings)}
+    if engine is not None:
+        record["engine"] = dict(engine)
+    return write_json_atomic(record, run_dir / RUN_FILE)

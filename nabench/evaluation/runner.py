@@ -7,21 +7,22 @@ recorded settings come from :mod:`~nabench.evaluation.run_identity`: a folder ho
 run with other settings is never written into.
 
 ``eval`` refuses the configs that hold no evaluation items (``excluded``: quarantined
-items; ``labels``: NA-applicability labels) and skips them, ``fewshot`` and
-``qi_step1`` when no config is named.
+items; ``labels``: NA-applicability labels; ``redux``: MMLU-Redux annotations) and skips
+them, ``fewshot`` and ``qi_step1`` when no config is named.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from nabench.core.errors import NabenchError
-from nabench.evaluation.items import EvalItems, build_items
+from nabench.core.portable import missing_local_path
+from nabench.evaluation.items import EvalItems, build_items, sample_rows
 from nabench.evaluation.outputs import score_outputs, summarise, write_config_results
 from nabench.evaluation.producers import (
     ModelProducer,
@@ -48,7 +49,8 @@ from nabench.evaluation.run_identity import (
 from nabench.evaluation.scoring import DEFAULT_INVALID_CREDIT
 from nabench.evaluation.strategies import get_strategy
 from nabench.llm import Backend, ResponseCache
-from nabench.llm.options import default_cache_path, make_backend
+from nabench.llm.options import default_cache_path, engine_record, open_backend
+from nabench.schemas.model import ModelSpec
 from nabench.schemas.protocol import Protocol, ScoringPreset, get_protocol
 
 __all__ = [
@@ -72,7 +74,7 @@ __all__ = [
 ]
 
 # Configs of built datasets that are no evaluation items: refused when named.
-REFUSED_CONFIGS = ("excluded", "labels")
+REFUSED_CONFIGS = ("excluded", "labels", "redux")
 # ...and, with these, skipped when no config is named.
 NON_EVAL_CONFIGS = (*REFUSED_CONFIGS, "fewshot", "qi_step1")
 
@@ -117,24 +119,22 @@ class EvalOptions:
     """Everything `nabench eval` takes."""
 
     dataset: str
-    backend: str
-    model: str | None = None
+    # The model (`--backend reference`: `model` names a strategy) and its engine.
+    spec: ModelSpec
     configs: Sequence[str] = ()
     mode: Mode = "generate"
     split: str | None = None
     revision: str | None = None
     limit: int | None = None
+    sample: int | None = None  # stratified items (`sample_rows`); excludes `limit`
     out: Path = Path("results")
     run_name: str | None = None
     invalid_credit: float = DEFAULT_INVALID_CREDIT
     cache: Path | None = None
-    base_url: str | None = None
-    concurrency: int = 8
     max_tokens: int = DEFAULT_MAX_TOKENS
     logprobs_k: int = DEFAULT_LOGPROBS_K
     chunk_size: int = 32
     progress: bool = True
-    backend_options: dict[str, Any] = field(default_factory=dict)
     prompt_format: PromptFormat = "nabench"
     # A named preset (`--protocol`): its decoding and scoring replace max_tokens and
     # invalid_credit; None keeps nabench's defaults (the `nabench` preset's values).
@@ -171,13 +171,16 @@ def protocol_options(options: EvalOptions, protocol: Protocol | None) -> EvalOpt
 
 def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -> list[str]:
     """The configs to evaluate: ``requested``, or every evaluable config of the dataset."""
+    if missing_local_path(dataset):
+        raise NabenchError(f"{dataset}: no such build folder (and not a Hub dataset id ORG/NAME)")
     import datasets  # heavy: only when a dataset is read
 
     refused = [c for c in requested if c in REFUSED_CONFIGS]
     if refused:
         raise NabenchError(
             f"config(s) {refused} hold no evaluation items (excluded: quarantined items; "
-            "labels: NA-applicability labels); evaluate the perturbed configs"
+            "labels: NA-applicability labels; redux: MMLU-Redux annotations); evaluate the "
+            "perturbed configs"
         )
     try:
         names = datasets.get_dataset_config_names(dataset, revision=revision)
@@ -214,25 +217,22 @@ def load_rows(dataset: str, config: str, split: str | None, revision: str | None
 def _producer(
     options: EvalOptions, protocol: Protocol | None = None
 ) -> tuple[Producer, ResponseCache | None, Backend | None]:
-    if options.backend == "reference":
+    spec = options.spec
+    if spec.backend == "reference":
         if options.mode != "generate":
             raise NabenchError("reference strategies have no log-probabilities: --mode generate")
-        if not options.model:
+        if not spec.model:
             raise NabenchError("--backend reference needs --model (a strategy name)")
+        if spec.engine != "local":
+            raise NabenchError("--backend reference calls no model: --engine local")
         authors = bool(protocol and protocol.scoring and protocol.scoring.answer_rule != "nabench")
         answer_format = "({})" if authors else "Answer: {}"
         return (
-            StrategyProducer(get_strategy(options.model), answer_format=answer_format),
+            StrategyProducer(get_strategy(spec.model), answer_format=answer_format),
             None,
             None,
         )
-    backend = make_backend(
-        options.backend,
-        options.model,
-        options.base_url,
-        options.concurrency,
-        options.backend_options,
-    )
+    backend = open_backend(spec)
     cache = ResponseCache(options.cache or default_cache_path())
     producer = ModelProducer(
         backend,
@@ -272,6 +272,7 @@ def run_settings(
         "revision": options.revision,
         "split": options.split,
         "limit": options.limit,
+        **({"sample": options.sample} if options.sample is not None else {}),
         "max_tokens": options.max_tokens if options.mode == "generate" else 1,
         "logprobs_k": options.logprobs_k if options.mode == "loglik" else None,
         "invalid_credit": float(options.invalid_credit),
@@ -283,6 +284,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
     """Evaluate every selected config; returns one result per config."""
     if not 0.0 <= options.invalid_credit <= 1.0:
         raise NabenchError("--invalid-credit must be in [0, 1]")
+    if options.limit is not None and options.sample is not None:
+        raise NabenchError("--limit and --sample exclude each other: use one of them")
     if options.prompt_format == "lm-eval" and options.mode != "loglik":
         raise NabenchError("--prompt-format lm-eval is scored by log-probabilities: --mode loglik")
     check_results_out(Path(options.out), options.dataset)
@@ -295,9 +298,12 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         settings = run_settings(options, producer, endpoint, protocol)
         default = model_slug(producer.model_id, options.mode, options.prompt_format)
         run_dir = resolve_run_dir(Path(options.out), options.run_name, default, settings)
-        write_settings(run_dir, settings)
+        engine = engine_record(backend) if backend is not None else {"engine": "local"}
+        write_settings(run_dir, settings, engine)
         keys = ("dataset", "revision", "split", "limit", "endpoint", "prompt_format")
         meta = {k: settings[k] for k in keys}
+        if options.sample is not None:
+            meta["sample"] = options.sample
         meta.update(max_tokens=settings["max_tokens"], logprobs_k=settings["logprobs_k"])
         if protocol is not None:
             meta["protocol"] = protocol.name
@@ -305,6 +311,8 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         results = []
         for config in configs:
             df = load_rows(options.dataset, config, options.split, options.revision)
+            if options.sample is not None:
+                df = sample_rows(df, options.sample)
             items = build_items(config, df, options.limit)
             results.append(
                 evaluate_config(items, producer, run_dir, options.invalid_credit, meta, scoring)

@@ -14,6 +14,11 @@ Registered strategies (``--backend reference --model NAME``):
 * ``longest``: the option with the most characters (``len`` of the text, ties: the
   earliest option).
 * ``oracle``: the gold option (accuracy 1 by construction; a pipeline check).
+* ``always-na``: the option whose text is a known "None of the above" phrasing
+  (:data:`NA_TEXTS`, compared case- and space-insensitively), else option A. The
+  shortcut a model that learned "pick NA" takes: 100 % on ``na_keyed``.
+* ``never-na``: the first option that is no NA phrasing (option A unless A is NA).
+* ``always-aota``: the "All of the above" option, else option A.
 """
 
 from __future__ import annotations
@@ -27,13 +32,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nabench.core.errors import NabenchError
+from nabench.validate.invariants import KNOWN_NA_TEXTS
+
+# The phrasings the NA shortcut strategies recognise: the shipped NA texts and AotA's.
+NA_TEXTS = frozenset(t.casefold() for t in KNOWN_NA_TEXTS)
+AOTA_TEXTS = frozenset({"all of the above"})
 
 __all__ = [
+    "AOTA_TEXTS",
+    "NA_TEXTS",
     "STRATEGIES",
     "ItemBatch",
     "Strategy",
     "get_strategy",
     "register_strategy",
+    "shortcut_model_ids",
 ]
 
 
@@ -72,6 +85,9 @@ class Strategy(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    # True for strategies that read the key (oracle) or the key distribution (majority):
+    # references, not shortcuts a model could take from the options alone.
+    reads_gold: ClassVar[bool] = False
 
     @abstractmethod
     def choose(self, items: ItemBatch) -> NDArray[np.int64]:
@@ -102,6 +118,12 @@ def register_strategy(name: str, description: str) -> Callable[[S], S]:
     return deco
 
 
+def shortcut_model_ids() -> dict[str, str]:
+    """Model id (``reference/<name>``) → name of every strategy that answers from the
+    options alone, without the key: the shortcuts the report checks configs against."""
+    return {f"reference/{n}": n for n, cls in STRATEGIES.items() if not cls.reads_gold}
+
+
 def get_strategy(name: str) -> Strategy:
     """The strategy registered as ``name``; a :class:`NabenchError` names the known ones."""
     try:
@@ -119,6 +141,8 @@ class AlwaysA(Strategy):
 
 @register_strategy("majority", "the most frequent gold letter of the config (ties: earliest)")
 class Majority(Strategy):
+    reads_gold = True
+
     def choose(self, items: ItemBatch) -> NDArray[np.int64]:
         if len(items) == 0:
             return np.zeros(0, dtype=np.int64)
@@ -143,5 +167,40 @@ class Longest(Strategy):
 
 @register_strategy("oracle", "the gold option")
 class Oracle(Strategy):
+    reads_gold = True
+
     def choose(self, items: ItemBatch) -> NDArray[np.int64]:
         return items.gold.astype(np.int64, copy=True)
+
+
+def _first_match(choices: Sequence[str], texts: frozenset[str], want: bool) -> int:
+    """Index of the first option whose normalised text is (``want``) or is not in
+    ``texts``; 0 (option A) when none is."""
+    for i, c in enumerate(choices):
+        if (" ".join(c.split()).casefold() in texts) == want:
+            return i
+    return 0
+
+
+def _by_text(items: ItemBatch, texts: frozenset[str], want: bool) -> NDArray[np.int64]:
+    return np.fromiter(
+        (_first_match(cs, texts, want) for cs in items.choices), dtype=np.int64, count=len(items)
+    )
+
+
+@register_strategy("always-na", "the 'None of the above' option (known phrasings), else A")
+class AlwaysNA(Strategy):
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        return _by_text(items, NA_TEXTS, True)
+
+
+@register_strategy("never-na", "the first option that is not 'None of the above'")
+class NeverNA(Strategy):
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        return _by_text(items, NA_TEXTS, False)
+
+
+@register_strategy("always-aota", "the 'All of the above' option, else A")
+class AlwaysAotA(Strategy):
+    def choose(self, items: ItemBatch) -> NDArray[np.int64]:
+        return _by_text(items, AOTA_TEXTS, True)

@@ -6,31 +6,77 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nabench.evaluation.results import NA_KEYED, ORIGINAL, Results
+from nabench.evaluation.results import NA_KEYED, ORIGINAL, RUN_SETTINGS, Results
 from nabench.evaluation.scoring import baseline_test
-from nabench.stats.inference import accuracy_ci
+from nabench.evaluation.shortcuts import shortcut_margin
+from nabench.evaluation.strategies import shortcut_model_ids
+from nabench.stats.inference import accuracy_ci, score_fields
 
-__all__ = ["confidence_table", "config_table", "phrasing_table", "subject_table"]
+__all__ = [
+    "CI_PAIRS",
+    "SHORTCUT_COLUMNS",
+    "confidence_table",
+    "config_table",
+    "phrasing_table",
+    "runs_table",
+    "shortcut_table",
+    "subject_table",
+    "with_ci",
+]
+
+# Each confidence interval of the headline tables: its column pair, shown as one [lo, hi].
+CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
+# Of a run's settings, what Markdown shows (the HTML page shows them all).
+RUN_COLUMNS_MD = ("run", "role", "model", "mode", "backend", "configs")
+SHORTCUT_COLUMNS = ["config", "run", "strategy", "n", "accuracy", "ci_low", "ci_high",
+                    "majority_baseline", "margin", "beats_majority"]  # fmt: skip
+
+
+def with_ci(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` plus each CI of `CI_PAIRS` as one ``[lo, hi]`` column (every output's CI cell)."""
+    pairs = {
+        name: [[a, b] for a, b in zip(df[lo], df[hi], strict=True)]
+        for name, (lo, hi) in CI_PAIRS.items()
+        if lo in df
+    }
+    return df.assign(**pairs)
+
+
+def runs_table(results: Results) -> pd.DataFrame:
+    """One row per run (nabench and harness runs alike): role, model, backend, mode, the
+    settings its first config's summary records, and its configs."""
+    s = results.summaries
+    first = {k: (k, "first") for k in ("model", "mode", "backend", *RUN_SETTINGS)}
+    runs = (
+        s.groupby("run", sort=False)
+        .agg(**first, configs=("config", lambda c: ", ".join(map(str, c))))
+        .reset_index()
+    )
+    runs.insert(1, "role", runs["run"].map(results.roles()))
+    return runs
 
 
 def config_table(results: Results) -> pd.DataFrame:
-    """Accuracy, CIs, invalid rate, majority baseline and the test of the gain, per run × config."""
+    """Accuracy (share correct) with CIs, invalid rate, the score with the invalid credit,
+    majority baseline and the test of the accuracy's gain over it, per run × config."""
     roles = results.roles()
     out = []
     for (run, config), g in results.responses.groupby(["run", "config"], sort=False):
+        correct = g["correct"].to_numpy(np.float64)
+        ci = accuracy_ci(correct)
         scores = g["score"].to_numpy(np.float64)
-        ci = accuracy_ci(scores)
         binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
         base = float(g["gold"].value_counts(normalize=True).max())  # = majority_baseline
-        test = baseline_test(scores, base)
+        test = baseline_test(correct, base)
         out.append(
             {
                 "run": run,
                 "role": roles[str(run)],
                 "config": config,
                 "n": len(g),
-                **ci.fields(binary),
+                **ci.fields(True),
                 "invalid_rate": float(g["invalid"].mean()),
+                **score_fields(accuracy_ci(scores), binary),
                 "majority_baseline": base,
                 "gain": ci.accuracy - base,
                 "p_value": test.p_value,
@@ -40,11 +86,30 @@ def config_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def shortcut_table(configs: pd.DataFrame, results: Results) -> pd.DataFrame:
+    """Every reference run of a shortcut strategy (one that never reads the key: always-a,
+    longest, always-na, ...) per config, with ``beats_majority`` where its accuracy beats
+    the config's majority baseline by more than its CI (``margin`` = ci_low − baseline
+    > 0): a config a model can win without knowing the answers."""
+    ids = shortcut_model_ids()
+    model = dict(zip(results.summaries["run"], results.summaries["model"], strict=False))
+    strategy = configs["run"].map(lambda r: ids.get(str(model.get(r))))
+    rows = configs[(configs["role"] == "baseline") & strategy.notna()]
+    if rows.empty:
+        return pd.DataFrame(columns=SHORTCUT_COLUMNS)
+    margin = shortcut_margin(rows["ci_low"], rows["majority_baseline"])
+    out = rows.assign(strategy=strategy[rows.index], margin=margin)
+    out["beats_majority"] = out["margin"] > 0
+    return out[SHORTCUT_COLUMNS].reset_index(drop=True)
+
+
 def subject_table(results: Results) -> pd.DataFrame:
-    """Accuracy per run × config × subject."""
+    """Accuracy (share correct) and invalid rate per run × config × subject."""
     r = results.responses.assign(subject=results.responses["subject"].fillna("(none)"))
-    g = r.groupby(["run", "config", "subject"], sort=True)["score"]
-    return g.agg(n="size", accuracy="mean").reset_index()
+    g = r.groupby(["run", "config", "subject"], sort=True)
+    return g.agg(
+        n=("correct", "size"), accuracy=("correct", "mean"), invalid_rate=("invalid", "mean")
+    ).reset_index()
 
 
 def phrasing_table(configs: pd.DataFrame) -> pd.DataFrame:

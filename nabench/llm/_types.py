@@ -171,6 +171,10 @@ class Backend(ABC):
     counters: BackendCounters
     # How `run_cached` dispatches this backend's cache misses (`_engine.Engine`); None: local.
     engine: Any = None
+    # Why this backend cannot answer here (a package or model file not installed), or None:
+    # it still opens, so a plan can be printed and a cached run replayed; `run_cached`
+    # refuses, in this one line, to send it a request.
+    unavailable: str | None = None
     # Set by `run_cached` while it runs: called once per finished request, so progress
     # advances per request, not per chunk (a backend that cannot tell leaves it uncalled).
     on_request_done: Callable[[], None] | None = None

@@ -1,10 +1,11 @@
-"""Turn the generic command-line flags (--backend, --model, --base-url, --concurrency) into a
-backend, so every command (label, eval, selfknow, artifacts) offers the same flags."""
+"""Open the backend a `ModelSpec` describes (`open_backend`), engine included: the one way
+every model job (label, eval, selfknow, na-train, question inference) opens its model, from
+the command-line model flags or a recipe's model section alike."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,17 +14,7 @@ from nabench.core.errors import NabenchError
 from nabench.llm._engine import ENGINES, make_engine
 from nabench.llm._registry import get_backend
 from nabench.llm._types import Backend
-
-# backend name -> how the generic flags map onto its constructor arguments
-_FLAG_MAPPERS: dict[str, Callable[[str | None, str | None, int], dict[str, Any]]] = {
-    "local": lambda model, base_url, concurrency: {"model_path": model} if model else {},
-    "openai": lambda model, base_url, concurrency: {
-        k: v
-        for k, v in {"model": model, "base_url": base_url, "concurrency": concurrency}.items()
-        if v is not None
-    },
-    "vllm": lambda model, base_url, concurrency: {"model": model} if model else {},
-}
+from nabench.schemas.model import ModelSpec
 
 
 def backend_kwargs(
@@ -37,37 +28,56 @@ def backend_kwargs(
     `options` (e.g. n_threads, tensor_parallel_size); options win over flags."""
     if base_url and backend != "openai":
         raise NabenchError(f"--base-url applies to the openai backend only, not {backend!r}")
-    mapper = _FLAG_MAPPERS.get(backend, lambda m, b, c: {"model": m} if m else {})
-    return {**mapper(model, base_url, concurrency), **dict(options or {})}
+    if backend == "openai":
+        flags = {"model": model, "base_url": base_url, "concurrency": concurrency}
+    else:  # in-process backends: a GGUF path (local) or a model dir/id
+        flags = {"model_path" if backend == "local" else "model": model}
+    return {**{k: v for k, v in flags.items() if v is not None}, **dict(options or {})}
 
 
-def split_engine_options(
-    options: Mapping[str, Any],
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """`{"ray.qps": 4, "n_threads": 1}` -> ({"ray": {"qps": 4}}, {"n_threads": 1}):
-    options named `ENGINE.KEY` configure that engine, the rest the backend."""
-    engines: dict[str, dict[str, Any]] = {}
-    rest: dict[str, Any] = {}
-    for key, value in options.items():
+def engine_settings(spec: ModelSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(options of the spec's engine, backend options). Options named `ENGINE.KEY` (e.g.
+    `ray.qps`) and a recipe's `ray:` section configure that engine (options win); they are
+    refused with another engine rather than dropped, and never reach the backend."""
+    engines: dict[str, dict[str, Any]] = {"ray": dict(spec.ray)} if spec.ray else {}
+    backend_options: dict[str, Any] = {}
+    for key, value in spec.options.items():
         engine, dot, name = key.partition(".")
-        if dot and engine in ENGINES:
+        if not dot:
+            backend_options[key] = value
+        elif engine in ENGINES:
             engines.setdefault(engine, {})[name] = value
-        elif dot:
-            raise NabenchError(f"option {key!r}: unknown engine {engine!r} ({', '.join(ENGINES)})")
         else:
-            rest[key] = value
-    return engines, rest
+            raise NabenchError(f"option {key!r}: unknown engine {engine!r} ({', '.join(ENGINES)})")
+    stray = sorted(set(engines) - {spec.engine})
+    if stray:
+        raise NabenchError(
+            f"{stray[0]}.* options apply to engine {stray[0]!r} only; this job's engine is "
+            f"{spec.engine!r} (use --engine {stray[0]} / engine: {stray[0]})"
+        )
+    return engines.get(spec.engine, {}), backend_options
 
 
-def make_backend(
-    backend: str,
-    model: str | None = None,
-    base_url: str | None = None,
-    concurrency: int = 8,
-    options: Mapping[str, Any] | None = None,
-) -> Backend:
-    """A backend from the generic flags plus backend-specific `options`."""
-    return get_backend(backend, **backend_kwargs(backend, model, base_url, concurrency, options))
+def open_backend(spec: ModelSpec) -> Backend:
+    """The backend `spec` describes, carrying its engine, so every `run_cached` call on it
+    dispatches through that engine (close it, or use it in a `with`). The one way every
+    model job opens its model."""
+    engine_options, backend_options = engine_settings(spec)
+    engine = make_engine(spec.engine, engine_options)  # checked before a model is loaded
+    backend = get_backend(
+        spec.backend,
+        **backend_kwargs(
+            spec.backend, spec.model, spec.base_url, spec.concurrency, backend_options
+        ),
+    )
+    backend.engine = engine
+    return backend
+
+
+def engine_record(backend: Backend) -> dict[str, Any]:
+    """The engine a backend dispatches through and its settings (no URLs), for run records."""
+    engine = backend.engine
+    return engine.describe() if engine is not None else {"engine": "local"}
 
 
 def default_cache_path() -> Path:
@@ -84,26 +94,15 @@ def default_cache_path() -> Path:
 
 @dataclass(frozen=True)
 class ModelFlags:
-    """What the model flags of one invocation say."""
+    """What the model flags of one invocation say: the model (a `ModelSpec`) and the
+    response cache."""
 
-    backend: str
-    model: str | None
-    base_url: str | None
-    concurrency: int
-    options: dict[str, Any]
-    cache: Path | None
-    engine: str = "local"  # how cache misses are dispatched: local | ray
+    spec: ModelSpec
+    cache: Path | None = None
 
     def open_backend(self) -> Backend:
-        """The backend these flags describe (close it, or use it in a `with`); it carries
-        the engine, so every `run_cached` call on it dispatches through that engine."""
-        engine_options, backend_options = split_engine_options(self.options)
-        backend = make_backend(
-            self.backend, self.model, self.base_url, self.concurrency, backend_options
-        )
-        if self.engine != "local" or engine_options.get(self.engine):
-            backend.engine = make_engine(self.engine, engine_options.get(self.engine))
-        return backend
+        """`open_backend(self.spec)`."""
+        return open_backend(self.spec)
 
     def cache_path(self, default: Path | None = None) -> Path:
         """--cache, else `default`, else $NABENCH_CACHE or ~/.cache/nabench/responses.sqlite."""

@@ -7,11 +7,13 @@ from nabench.perturb.foreign_key import ForeignKey
 from nabench.perturb.na_distractor import NADistractor
 from nabench.perturb.na_keyed import NAKeyed
 from nabench.perturb.na_keyed_last import NAKeyedLast
+from nabench.perturb.na_mixed import NAMixed
 from nabench.perturb.original import Original
 from nabench.schemas.columns import ItemColumns, LabelColumns
 
 BUILDERS: dict[str, type[Builder]] = {
-    b.kind: b for b in (Original, NAKeyed, NAKeyedLast, NADistractor, AllOfTheAbove, ForeignKey)
+    b.kind: b
+    for b in (Original, NAKeyed, NAKeyedLast, NADistractor, NAMixed, AllOfTheAbove, ForeignKey)
 }
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "NADistractor",
     "NAKeyed",
     "NAKeyedLast",
+    "NAMixed",
     "Original",
     "item_rng",
     "slug",

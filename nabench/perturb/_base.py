@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
+from nabench.core.rng import Draw
 from nabench.schemas.columns import ItemColumns
 
 DEFAULT_NA_TEXT = "None of the above"
@@ -19,6 +20,9 @@ class Builder(ABC):
 
     kind: ClassVar[str]
     description: ClassVar[str]
+    # The per-item draws `build` makes, stated on the card (none: the builder is deterministic).
+    draws: ClassVar[tuple[Draw, ...]] = ()
+    card_text: ClassVar[str]  # the card's "why" of the variant's config
     # Eligibility reason for items that already hold one of `inserted_texts`.
     inserted_reason: ClassVar[str] = "has_none_option"
 

@@ -16,6 +16,10 @@ DEFAULT_AOTA_TEXT = "All of the above"
 class AllOfTheAbove(InsertsText):
     kind = "all_of_the_above"
     description = "'All of the above' appended as a fifth option; key unchanged."
+    card_text = (
+        '"All of the above" is appended as a new last option; the key is unchanged, so the '
+        "appended option is always wrong"
+    )
     inserted_reason = "has_all_option"
     text: str = DEFAULT_AOTA_TEXT
 

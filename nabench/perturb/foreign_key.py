@@ -18,12 +18,20 @@ import pyarrow as pa
 
 from nabench.audit.patterns import normalise_text
 from nabench.core.errors import NabenchError
-from nabench.core.rng import item_rng
+from nabench.core.rng import Draw, item_rng
 from nabench.perturb._base import Builder
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_each
 
 PURPOSE = "foreign_key"
 RANDOM_TRIES = 32  # then a seeded full scan of the subject's pool
+DRAW = Draw(
+    PURPOSE,
+    "random",
+    "the donor is `pool[rng.randrange(len(pool))]`, `pool` the same-subject gold texts of the "
+    f"audited split in source order, redrawn up to {RANDOM_TRIES} times while it is the item "
+    "itself or equals one of its options, then the first usable one scanning on from "
+    "`rng.randrange(len(pool))`",
+)
 
 
 def _norm(text: str) -> str:
@@ -81,6 +89,12 @@ class DonorPool:
 class ForeignKey(Builder):
     kind = "foreign_key"
     description = "Gold option replaced in place by another same-subject item's gold text (key)."
+    draws = (DRAW,)
+    card_text = (
+        "the ablation control of the NA study: the gold option is replaced in place by the gold "
+        "text of another item of the same subject, which becomes the key; the drop it causes "
+        "separates NA semantics from 'any replacement of the gold text'"
+    )
 
     @property
     def config_name(self) -> str:

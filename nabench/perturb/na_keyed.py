@@ -16,6 +16,10 @@ __all__ = ["DEFAULT_NA_TEXT", "NAKeyed", "phrasing_config"]
 class NAKeyed(InsertsText):
     kind = "na_keyed"
     description = "Gold option replaced in place by 'None of the above'; NA is now the key."
+    card_text = (
+        "the gold option is replaced in place by an NA phrasing, which becomes the key: "
+        "a model must recognise that none of the remaining options is correct"
+    )
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         answers = items.answer

@@ -17,6 +17,10 @@ from nabench.schemas.columns import ItemColumns, move_out_to_last, perturbed_tab
 class NAKeyedLast(InsertsText):
     kind = "na_keyed_last"
     description = "Gold option removed, others in order, 'None of the above' last as the key."
+    card_text = (
+        "the gold option is removed, the other options keep their order and an NA phrasing "
+        "is appended as the last option, which is the key (where test-writing guidelines put NA)"
+    )
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         answers = items.answer

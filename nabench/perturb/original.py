@@ -14,6 +14,7 @@ from nabench.schemas.columns import ItemColumns, perturbed_table
 class Original(Builder):
     kind = "original"
     description = "The eligible source items, unchanged (control condition)."
+    card_text = "the source items, unchanged, as the baseline"
 
     @property
     def config_name(self) -> str:

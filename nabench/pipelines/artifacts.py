@@ -13,10 +13,11 @@ import pyarrow as pa
 
 from nabench.audit.eligibility import Audit, audit_items, split_by_flags
 from nabench.core.errors import NabenchError, ValidationFailed
-from nabench.perturb.artifacts import PROMPT_TYPES, Items, TextMode, plan_fewshot
+from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
+    audited_selection,
     build_protocol,
     check_strict,
     item_card_parts,
@@ -28,11 +29,10 @@ from nabench.pipelines.skeleton import (
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
-from nabench.sources.sample import select_items
 from nabench.stage.cards import render_card
 from nabench.stage.hub_layout import StagedTable, source_section, stage
-from nabench.validate.artifacts import check_artifacts
-from nabench.validate.invariants import Violation, check_schema, summarise_violations
+from nabench.validate.invariants import summarise_violations
+from nabench.validate.kinds import validate_artifacts
 
 # Eligibility reasons that make an item unusable for the artifact prompts. Items that already
 # hold "None/All of the above" are fine here (nothing is inserted), so those reasons of the
@@ -101,9 +101,10 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     groups: dict[str, int] = {}
     for split in splits:
         ls = loaded[split]
-        items = select_items(ls.items, limit=options.limit, sample=options.sample, seed=seed)
+        items, audit, _ = audited_selection(
+            ls.items, audit_for_artifacts, limit=options.limit, sample=options.sample, seed=seed
+        )
         sources_meta[split] = split_record(ls, items)
-        audit = audit_for_artifacts(items)
         check_strict(audit.excluded, options.strict)
         excluded_tables.append(audit.excluded)
         test_items = Items.from_table(audit.eligible, text)
@@ -120,7 +121,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     used = pool.take(pa.array(sorted(used_pool_rows), pa.int64()))
     staged.append(StagedTable(FEWSHOT_CONFIG, fs.split, used))
 
-    violations = validate_artifact_staged(staged, k=fs.k, pool=pool, text=text)
+    violations = validate_artifacts(staged, text=text, k=fs.k, pool=pool).violations
     if violations:
         raise ValidationFailed(summarise_violations(violations))
 
@@ -167,31 +168,6 @@ def _fewshot_pool(
         "pool_rows_usable": pool.num_rows,
     }
     return pool, record
-
-
-def validate_artifact_staged(
-    staged: Sequence[StagedTable],
-    k: int | None = None,
-    pool: pa.Table | None = None,
-    text: TextMode = "stripped",
-) -> list[Violation]:
-    """Artifact invariants of every prompt config (few-shot questions searched for when the
-    pool is given) and the canonical schema of the `excluded` / `fewshot` configs."""
-    questions: dict[str, str] | None = None
-    if pool is not None:
-        pool_ids = pool.column("id").to_pylist()
-        questions = dict(zip(pool_ids, pool.column("question").to_pylist(), strict=True))
-    violations: list[Violation] = []
-    for st in staged:
-        if st.config == EXCLUDED_CONFIG:
-            violations.extend(check_schema(st.table, "excluded_item", st.relpath))
-        elif st.config == FEWSHOT_CONFIG:
-            violations.extend(check_schema(st.table, "item", st.relpath))
-        else:
-            violations.extend(
-                check_artifacts(st.table, st.relpath, k=k, questions=questions, text=text)
-            )
-    return violations
 
 
 def last_example(prompt: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from nabench.core.errors import NabenchError
 from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
-from nabench.llm.options import ModelFlags
+from nabench.llm.options import ModelFlags, open_backend
 from nabench.pipelines.na import inserted_texts, make_builders
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, load_split
@@ -67,12 +66,13 @@ def run_label_command(
         recipe, BuildOptions(source=source, splits=splits or None, limit=limit, progress=progress)
     )
     # The recipe's labeler options apply when the same backend is asked for; flags win.
-    recipe_options = spec.options if spec and spec.backend == model_flags.backend else {}
-    flags = replace(model_flags, options={**recipe_options, **model_flags.options})
+    flagged = model_flags.spec
+    recipe_options = spec.options if spec and spec.backend == flagged.backend else {}
+    model = flagged.model_copy(update={"options": {**recipe_options, **flagged.options}})
     run = label_items(
         items,
-        flags.open_backend(),
-        ResponseCache(flags.cache_path()),
+        open_backend(model),
+        ResponseCache(model_flags.cache_path()),
         guide,
         max_attempts=max_attempts,
         max_tokens=max_tokens,

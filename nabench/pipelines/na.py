@@ -12,6 +12,7 @@ from tqdm.auto import tqdm
 
 from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
+from nabench.audit.redux import ReduxAudit, flagged_total
 from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.perturb import BUILDERS, Builder, ItemColumns
 from nabench.perturb.na_keyed import phrasing_config
@@ -20,6 +21,7 @@ from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
     PhaseClock,
+    audited_selection,
     build_protocol,
     check_strict,
     item_card_parts,
@@ -30,21 +32,21 @@ from nabench.pipelines.skeleton import (
 )
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
-from nabench.sources.sample import select_items
+from nabench.sources.sample import SAMPLE_DRAW
 from nabench.stage.cards import context as cc
 from nabench.stage.cards import finalize_parts, render_body
+from nabench.stage.croissant import CardFacts, partial_build_lines
 from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
-    Violation,
-    check_ids_in_original,
-    check_perturbed,
+    ValidationReport,
     letter_distribution,
     summarise_violations,
 )
+from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
 
 # Configs that hold no perturbed items: quarantined source rows and the published labels.
-NON_VARIANT_CONFIGS = frozenset({"excluded", "labels"})
+NON_VARIANT_CONFIGS = NA_SIDE_CONFIGS
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
@@ -53,7 +55,7 @@ def make_builders(recipe: Recipe) -> list[Builder]:
     for spec in recipe.variants:
         kind = builder_kind(spec)
         cls = BUILDERS[kind]
-        if spec.kind in {"na_keyed", "na_distractor"}:
+        if spec.kind in {"na_keyed", "na_distractor", "na_mixed"}:
             texts = spec.na_texts  # type: ignore[union-attr]
             out.extend(
                 cls(text=t, name=phrasing_config(kind, t, i == 0))  # type: ignore[call-arg]
@@ -83,6 +85,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     all_texts = inserted_texts(builders, "has_all_option")
     label_source = build_label_source(recipe, options)
     label_mode = label_source.mode if label_source else "none"
+    redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
 
     # Parquet files are written in the background as soon as each config is built; nothing
     # reaches `out` unless validation passes and `commit` swaps the finished tree in.
@@ -98,13 +101,12 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             bar.set_postfix_str(f"load {split}")
             with clock("load"):
                 loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
-            items = select_items(
-                loaded.items, limit=options.limit, sample=options.sample, seed=seed
-            )
-            sources_meta[split] = split_record(loaded, items)
             bar.update()
             with clock("audit"):
-                audit, donors = _audit_split(recipe, loaded.items, items, na_texts, all_texts)
+                items, audit, donors, annotations = _audit_split(
+                    recipe, loaded.items, options, seed, (na_texts, all_texts), redux, split
+                )
+            sources_meta[split] = split_record(loaded, items)
             check_strict(audit.excluded, options.strict)
             with clock("label"):
                 eligible, label_cols, label_excluded, published = label_split(
@@ -121,16 +123,18 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 area.add(StagedTable(builder.config_name, split, table))
                 bar.update()
             area.add(StagedTable("excluded", split, excluded))
+            if annotations is not None:
+                area.add(StagedTable("redux", split, annotations))
             if published is not None:
                 area.add(StagedTable("labels", split, published))
             bar.update()
         bar.close()
 
         staged = area.tables
-        with clock("validate"):
-            violations = validate_staged(staged, extra_na_texts=na_texts)
-        if violations:
-            raise ValidationFailed(summarise_violations(violations))
+        with clock("validate"):  # the validator `nabench validate` runs on the written files
+            validation = validate_na(staged)
+        if validation.violations:
+            raise ValidationFailed(summarise_violations(validation.violations))
         checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
         manifest = {
             **item_manifest_head("na", recipe, seed, splits, options, protocol),
@@ -139,10 +143,11 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
                 staged, excluded_tables, "nabench.validate.invariants", **checks
             ),
             "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
+            **({"redux": redux.summary()} if redux else {}),
         }
-        readme = _readme_renderer(recipe, source, manifest, staged, out)
+        readme = _readme_renderer(recipe, source, manifest, staged, out, validation)
         with clock("stage"):  # what is left of the background writes, then README + manifest
-            area.commit(readme, manifest)
+            area.commit(readme, manifest, CardFacts(tuple(_limitations(manifest))))
         counts, exclusions = manifest["counts"], manifest["exclusions"]
         shares, warnings = checks["letter_shares"], checks["warnings"]
         return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
@@ -180,40 +185,33 @@ def builder_kind(spec: Any) -> str:
 def _audit_split(
     recipe: Recipe,
     loaded: pa.Table,
-    items: pa.Table,
-    na_texts: Sequence[str],
-    all_texts: Sequence[str],
-) -> tuple[Audit, pa.Table]:
-    """The audit of the items used, and the donor pool (the audited *whole* split, so a
-    `--limit`/`--sample` build borrows exactly what the full build borrows)."""
+    options: BuildOptions,
+    seed: int,
+    texts: tuple[Sequence[str], Sequence[str]],
+    redux: ReduxAudit | None,
+    split: str,
+) -> tuple[pa.Table, Audit, pa.Table, pa.Table | None]:
+    """The items used (`--limit` / `--sample`, see `audited_selection`), their audit, the
+    donor pool (the audited *whole* split, so a partial build borrows exactly what the full
+    build borrows), and the Redux annotations of the items used (None without
+    `audit.redux`)."""
     unknown = sorted(set(recipe.exclude_subjects) - set(loaded.column("subject").to_pylist()))
     if unknown:
         raise NabenchError(f"recipe {recipe.name}: exclude_subjects {unknown} not in the source")
+    na_texts, all_texts = texts
 
     def run(table: pa.Table) -> Audit:
-        return audit_items(table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects)
+        # A donor-pool pass (split None): Redux flags quarantine, the join is not reported.
+        flags = redux.join(table, None)[0] if redux else {}
+        return audit_items(
+            table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects, extra_flags=flags
+        )
 
-    audit = run(items)
-    donors = audit.eligible if items.num_rows == loaded.num_rows else run(loaded).eligible
-    return audit, donors
-
-
-def validate_staged(
-    staged: Sequence[StagedTable], extra_na_texts: Sequence[str] = ()
-) -> list[Violation]:
-    """Row invariants of every perturbed config plus: each id also appears in `original`."""
-    violations: list[Violation] = []
-    originals = {
-        st.split: st.table.column("id").combine_chunks() for st in staged if st.config == "original"
-    }
-    for st in staged:
-        if st.config in NON_VARIANT_CONFIGS:
-            continue
-        where = st.relpath
-        violations.extend(check_perturbed(st.table, where, extra_na_texts))
-        known = originals.get(st.split, pa.array([], pa.string()))
-        violations.extend(check_ids_in_original(st.table, known, where))
-    return violations
+    items, audit, whole = audited_selection(
+        loaded, run, limit=options.limit, sample=options.sample, seed=seed
+    )
+    annotations = redux.join(items, split)[1] if redux else None
+    return items, audit, whole.eligible, annotations
 
 
 def _readme_renderer(
@@ -222,6 +220,7 @@ def _readme_renderer(
     manifest: dict[str, Any],
     staged: Sequence[StagedTable],
     out: Path,
+    validation: ValidationReport,
 ) -> Any:
     """The README renderer `stage` calls with the `configs`/`dataset_info` it derived.
 
@@ -235,7 +234,7 @@ def _readme_renderer(
         metadata, context = item_card_parts(
             manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
         )
-        context.update(_na_card_context(recipe, source, manifest, staged))
+        context.update(_na_card_context(recipe, source, manifest, staged, validation))
         return finalize_parts(
             metadata,
             render_body("na_card.md.jinja", context),
@@ -262,7 +261,11 @@ def _previous_release(out: Path, version: str) -> tuple[str | None, dict[str, An
 
 
 def _na_card_context(
-    recipe: Recipe, source: Source, manifest: dict[str, Any], staged: Sequence[StagedTable]
+    recipe: Recipe,
+    source: Source,
+    manifest: dict[str, Any],
+    staged: Sequence[StagedTable],
+    validation: ValidationReport,
 ) -> dict[str, Any]:
     """The NA card's own sections: splits, variants, counts, labels, exclusions, letters."""
     counts: dict[str, dict[str, int]] = manifest["counts"]
@@ -280,7 +283,7 @@ def _na_card_context(
         "variants": [
             {
                 "config": b.config_name,
-                "why": cc.WHY.get(b.kind, b.description),
+                "why": b.card_text,
                 "na_text": getattr(b, "na_text", None),
             }
             for b in builders
@@ -293,18 +296,47 @@ def _na_card_context(
             {"config": c, "counts": [per.get(s, 0) for s in split_names]}
             for c, per in counts.items()
         ],
-        "fields": cc.field_rows(),
+        "fields": cc.field_rows(source.field_notes),
         "labeler_lines": cc.labeler_lines(manifest["labels"]),
         "exclusions_total": manifest["exclusions"]["total"],
         "exclusions": manifest["exclusions"]["by_reason"],
         "audit_patterns": manifest["audit_patterns"],
+        "redux": _redux_card(manifest.get("redux")),
         "na_rates": cc.na_rates(staged),
         "letters": letters,
         "letter_rows": letter_rows,
+        "shortcuts": cc.shortcut_rows(staged, NON_VARIANT_CONFIGS),
         "warnings": manifest.get("warnings") or [],
-        "invariants": cc.INVARIANTS,
+        # the rules that ran on this build's configs, as their records describe them
+        "invariants": [(rule.name, rule.description) for rule in validation.rules],
+        "draws": _draw_lines(builders, manifest),
         "limitations": _limitations(manifest),
         "variant_citations": cc.variant_citations([b.kind for b in builders]),
+    }
+
+
+def _draw_lines(builders: Sequence[Builder], manifest: dict[str, Any]) -> list[str]:
+    """The card's per-item draws, stated from the `Draw`s the code makes (one per purpose)."""
+    draws = [SAMPLE_DRAW] if manifest.get("sample") else []
+    draws += [d for b in builders for d in b.draws]
+    unique = {d.purpose: d for d in draws}
+    return [d.card_line() for d in unique.values()]
+
+
+def _redux_card(summary: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The card's MMLU-Redux figures: items checked, flagged, per error type (all splits)."""
+    if summary is None:
+        return None
+    by_type: dict[str, int] = {}
+    for per in summary["by_split"].values():
+        for error_type, n in per.items():
+            by_type[error_type] = by_type.get(error_type, 0) + n
+    return {
+        **summary,
+        "checked": sum(by_type.values()),
+        "flagged": flagged_total(summary),
+        "unmatched_count": len(summary["unmatched"]),
+        "by_type": dict(sorted(by_type.items())),
     }
 
 
@@ -323,13 +355,10 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         "the source (see above), which a model may exploit.",
         "Source errors (wrong keys, ambiguous questions) carry over to every variant.",
     ]
-    if manifest.get("limit"):
+    redux = _redux_card(manifest.get("redux"))
+    if redux is not None:
         limitations.append(
-            f"Built from the first {manifest['limit']} items per split only (--limit)."
+            f"MMLU-Redux checked {redux['checked']} of the build's items (it re-annotated a "
+            "sample per subject); errors in the others are not caught."
         )
-    if manifest.get("sample"):
-        limitations.append(
-            f"Built from a seeded sample of {manifest['sample']} items per split, stratified "
-            "by subject (--sample)."
-        )
-    return limitations
+    return [*limitations, *partial_build_lines(manifest)]

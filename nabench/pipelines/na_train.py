@@ -42,11 +42,10 @@ from nabench.llm import (
     RunStats,
     count_hits,
     estimate_hook,
-    make_engine,
     run_cached,
     write_stats,
 )
-from nabench.llm.options import default_cache_path, make_backend
+from nabench.llm.options import default_cache_path, open_backend
 from nabench.perturb import ItemColumns
 from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
 from nabench.pipelines.labels import build_label_source, label_split
@@ -76,7 +75,7 @@ from nabench.stage.hub_layout import (
     source_section,
 )
 from nabench.validate.invariants import summarise_violations
-from nabench.validate.na_train import check_na_train
+from nabench.validate.kinds import validate_na_train
 
 SPLIT = "train"
 NAMESPACE = "na-train"
@@ -206,11 +205,7 @@ def sample(
         rows += r
         requests += q
     spec = recipe.sampler
-    backend: Backend = make_backend(
-        spec.backend, spec.model, spec.base_url, spec.concurrency, spec.options
-    )
-    if spec.engine != "local" or spec.ray:
-        backend.engine = make_engine(spec.engine, spec.ray)
+    backend: Backend = open_backend(spec)
     try:
         with ResponseCache(options.cache or default_cache_path()) as cache:
             distinct, cached = count_hits(backend, cache, requests, NAMESPACE)
@@ -297,8 +292,9 @@ def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
         samples, stats, model = sample(recipe, prepared.variants, options, seed)
     with clock("select"):
         tables = selection_tables(recipe, samples)
-    with clock("validate"):
-        violations = check_na_train(tables, parse_answer, index, SPLIT)
+    with clock("validate"):  # the validator `nabench validate` runs on the written files
+        parts = [StagedTable(c, SPLIT, t) for c, t in tables.items()]
+        violations = validate_na_train(parts, parse_answer, index).violations
     if violations:
         raise ValidationFailed(summarise_violations(violations))
     # An empty config is not written: `datasets` cannot load a split without rows.

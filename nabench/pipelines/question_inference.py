@@ -3,7 +3,8 @@
 Step 1 runs the `qi_step1` prompts on any backend (cached, resumable); the inferred question
 is the completion's text before ``Answer:``. Step 2 (`qi_step2`) is the `full` prompt with
 only the test example's question replaced by the inferred one (items without an inferred
-question are left out and counted); the control `qi_random_question` inserts another item's
+question are left out and counted, or under `artifacts-paper` kept and scored as invalid
+answers by `nabench eval`, never sent); the control `qi_random_question` inserts another item's
 real question, chosen by a seeded derangement (no item keeps its own). The raw step-1
 completions are kept as `qi_step1_outputs`. The build is re-staged (atomically) with the new
 configs, an updated card and a manifest section `question_inference`.
@@ -30,17 +31,18 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.pipelines.artifacts import readme_renderer, validate_artifact_staged
-from nabench.schemas.protocol import ArtifactsPreset
+from nabench.pipelines.artifacts import readme_renderer
+from nabench.schemas.protocol import ArtifactsPreset, protocols
 from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
 from nabench.validate.invariants import summarise_violations
+from nabench.validate.kinds import validate_artifacts
 
 STEP1_CONFIG = "qi_step1"
 STEP2_CONFIG = "qi_step2"
 RANDOM_CONFIG = "qi_random_question"
 OUTPUTS_CONFIG = "qi_step1_outputs"
 NEW_CONFIGS = (STEP2_CONFIG, RANDOM_CONFIG, OUTPUTS_CONFIG)
-DEFAULT_MAX_TOKENS = 96
+DEFAULT_MAX_TOKENS = 96  # nabench's step-1 budget (ArtifactsPreset.qi_step1_max_tokens)
 CACHE_NAMESPACE = "nabench.artifacts.qi_step1"
 
 
@@ -73,10 +75,12 @@ def read_build(built: Path) -> tuple[dict[str, Any], list[StagedTable]]:
     return manifest, tables
 
 
-def step1_requests(step1: pa.Table, max_tokens: int) -> list[ChatRequest]:
+def step1_requests(step1: pa.Table, max_tokens: int, min_tokens: int = 0) -> list[ChatRequest]:
     """Raw completion requests for the step-1 prompts (greedy, with each row's stop)."""
     return [
-        ChatRequest(prompt=p, stop=(s,), max_tokens=max_tokens, temperature=0.0)
+        ChatRequest(
+            prompt=p, stop=(s,), max_tokens=max_tokens, min_tokens=min_tokens, temperature=0.0
+        )
         for p, s in zip(
             step1.column("prompt").to_pylist(), step1.column("stop").to_pylist(), strict=True
         )
@@ -84,9 +88,16 @@ def step1_requests(step1: pa.Table, max_tokens: int) -> list[ChatRequest]:
 
 
 def build_preset(manifest: dict[str, Any]) -> ArtifactsPreset:
-    """The artifacts settings of the protocol the build followed (nabench's for old builds)."""
-    recorded = (manifest.get("protocol") or {}).get("artifacts")
-    return ArtifactsPreset.model_validate(recorded) if recorded else ArtifactsPreset()
+    """The artifacts settings of the protocol the build followed (nabench's for old builds).
+    A setting the build's record predates (step 1's token bounds) is the named preset's
+    today, so an `artifacts-paper` build of an earlier version still decodes as the paper."""
+    record = manifest.get("protocol") or {}
+    recorded = record.get("artifacts")
+    if not recorded:
+        return ArtifactsPreset()
+    current = protocols().get(str(record.get("name")))
+    base = current.artifacts.model_dump() if current and current.artifacts else {}
+    return ArtifactsPreset.model_validate({**base, **recorded})
 
 
 def control_permutation(
@@ -108,13 +119,18 @@ def _align(full: pa.Table, ids: Sequence[str]) -> pa.Table:
 
 
 def run_step1(
-    step1: pa.Table, backend: Backend, cache: ResponseCache, max_tokens: int, progress: bool
+    step1: pa.Table,
+    backend: Backend,
+    cache: ResponseCache,
+    tokens: tuple[int, int],
+    progress: bool,
 ) -> tuple[pa.Table, RunStats]:
-    """Step 1 of one split on `backend` (cached): the `qi_step1_outputs` table (each row with
-    its completion and the question inferred from it) and the run's statistics."""
+    """Step 1 of one split on `backend` (cached; `tokens`: min and max new tokens): the
+    `qi_step1_outputs` table (each row with its completion and the question inferred from
+    it) and the run's statistics."""
     if step1.num_rows < 2:
         raise NabenchError("question inference needs at least 2 items (random control)")
-    requests = step1_requests(step1, max_tokens)
+    requests = step1_requests(step1, tokens[1], tokens[0])
     comps, stats = run_cached(
         backend, requests, cache, namespace=CACHE_NAMESPACE, progress=progress
     )
@@ -164,13 +180,16 @@ def infer_questions(
     *,
     out: Path | None = None,
     limit: int | None = None,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_tokens: int | None = None,
     progress: bool = True,
 ) -> QuestionInferenceResult:
     """Run step 1 on `backend`, build step 2 and the random-question control, re-stage.
 
     `limit` keeps the first N `qi_step1` rows of each split. `out` defaults to `built`
-    (replaced atomically; earlier question-inference configs are replaced).
+    (replaced atomically; earlier question-inference configs are replaced). Step 1 decodes
+    the build protocol's `qi_step1_min_tokens`..`qi_step1_max_tokens` new tokens
+    (`artifacts-paper`: 5..200, as the authors; nabench: 0..96); `max_tokens` overrides the
+    upper bound.
     """
 
     built = Path(built)
@@ -183,6 +202,9 @@ def infer_questions(
     seed = int(manifest["seed"])
     dataset = str(manifest["source"]["dataset"])
     preset = build_preset(manifest)
+    tokens = (preset.qi_step1_min_tokens, max_tokens or preset.qi_step1_max_tokens)
+    if tokens[0] > tokens[1]:
+        raise NabenchError(f"--max-tokens {tokens[1]} is below the protocol's minimum {tokens[0]}")
     new: list[StagedTable] = []
     total = RunStats()
     for split in splits:  # split by split: a missing `full` stops before that split's calls
@@ -192,7 +214,7 @@ def infer_questions(
         step1 = by_key[(STEP1_CONFIG, split)]
         if limit is not None:
             step1 = step1.slice(0, limit)
-        outputs, stats = run_step1(step1, backend, cache, max_tokens, progress)
+        outputs, stats = run_step1(step1, backend, cache, tokens, progress)
         total.total += stats.total
         total.add(stats)
         rng = item_rng(seed, f"{dataset}/{split}", RANDOM_CONFIG)
@@ -200,7 +222,7 @@ def infer_questions(
         new.append(StagedTable(OUTPUTS_CONFIG, split, outputs))
 
     k = manifest.get("fewshot", {}).get("k")
-    violations = validate_artifact_staged(new, k=k, text=preset.text)
+    violations = validate_artifacts(new, text=preset.text, k=k).violations
     if violations:
         raise ValidationFailed(summarise_violations(violations))
     staged = tables + new
@@ -211,7 +233,8 @@ def infer_questions(
     manifest["question_inference"] = {
         "backend": backend.name,
         "model_id": backend.model_id,
-        "max_tokens": max_tokens,
+        "min_tokens": tokens[0],
+        "max_tokens": tokens[1],
         "temperature": 0.0,
         "limit": limit,
         **tally,

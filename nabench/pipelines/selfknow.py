@@ -26,9 +26,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from nabench.core.errors import NabenchError
+from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.version import __version__
-from nabench.llm import Backend, ResponseCache, RunStats, get_backend, write_stats
+from nabench.llm import Backend, ResponseCache, RunStats, write_stats
+from nabench.llm.options import open_backend
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, build_protocol
 from nabench.schemas.protocol import Protocol
 from nabench.selfknow.classify import (
@@ -45,11 +46,13 @@ from nabench.selfknow.generate import (
 )
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, selfknow_metrics
 from nabench.selfknow.prompts import PromptSet, load_prompts
-from nabench.selfknow.recipe import ModelSpec, SelfKnowRecipe
-from nabench.selfknow.report import SCORE_LABELS, write_report
+from nabench.selfknow.recipe import SelfKnowRecipe
+from nabench.selfknow.report import SCORE_LABELS, fmt_score, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
 from nabench.stage.cards import render_card, size_category
 from nabench.stage.hub_layout import StagedTable, StagingArea, manifest_header, row_counts
+from nabench.validate.invariants import summarise_violations
+from nabench.validate.kinds import validate_selfknow
 
 SPLIT = "test"
 CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
@@ -63,11 +66,6 @@ def default_cache_path(out: Path) -> Path:
 def default_stats_path(out: Path) -> Path:
     """``<out>.stats.json`` beside the output folder or file."""
     return out.parent / f"{out.name}.stats.json"
-
-
-def open_backend(spec: ModelSpec) -> Backend:
-    """The backend a recipe's model section describes."""
-    return get_backend(spec.backend, **spec.backend_options())
 
 
 def generation_settings(recipe: SelfKnowRecipe, n_per_class: int, seed: int) -> GenerationSettings:
@@ -257,6 +255,10 @@ def _stage(
                 timings=clock.seconds,  # the clock's own dict: still counting until the commit
             )
             staged = [StagedTable(config, SPLIT, table) for config, table in tables_of(run).items()]
+            # validated before anything is written, by the validator `nabench validate` runs
+            violations = validate_selfknow(staged).violations
+            if violations:
+                raise ValidationFailed(summarise_violations(violations))
             for st in staged:
                 area.add(st)  # written in the background while the report is drawn
             counts = row_counts(staged)
@@ -295,14 +297,17 @@ def _write_reports(
 
 
 def apply_protocol(recipe: SelfKnowRecipe, protocol: Protocol) -> SelfKnowRecipe:
-    """The recipe with a protocol's selfknow settings (temperatures, refill) applied."""
+    """The recipe with a protocol's selfknow settings (temperatures, refill, tasks per
+    class) applied."""
     preset = protocol.selfknow
     if preset is None:
         return recipe
+    per_class = {} if preset.n_per_class is None else {"n_per_class": preset.n_per_class}
     generator = recipe.generator.model_copy(
         update={
             "temperature": preset.generation_temperature,
             "refill_rounds": preset.max_refill_rounds if preset.refill else 0,
+            **per_class,
         }
     )
     classifier = recipe.classifier.model_copy(
@@ -427,10 +432,6 @@ def _manifest(
     return manifest
 
 
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
 def _readme_renderer(study: Study, run: SelfKnowRun, counts: dict[str, dict[str, int]]) -> Any:
     recipe, taxonomy, metrics = study.recipe, study.taxonomy, run.metrics
     generation, classification = run.generation, run.classification
@@ -458,7 +459,7 @@ def _readme_renderer(study: Study, run: SelfKnowRun, counts: dict[str, dict[str,
         score_rows = [
             {
                 "label": label,
-                **{mode: _fmt(getattr(m.scores, key)) for mode, m in metrics.items()},
+                **{mode: fmt_score(getattr(m.scores, key)) for mode, m in metrics.items()},
             }
             for key, label in SCORE_LABELS
         ]
@@ -489,9 +490,9 @@ def _readme_renderer(study: Study, run: SelfKnowRun, counts: dict[str, dict[str,
                 for s, n in d.items()
             ],
             "generation": gen_summary,
-            "generation_rate": _fmt(gen_summary["valid_json_rate"]),
+            "generation_rate": fmt_score(gen_summary["valid_json_rate"]),
             "classification": cls_summary,
-            "classification_rate": _fmt(cls_summary["valid_rate"]),
+            "classification_rate": fmt_score(cls_summary["valid_rate"]),
             "quarantine": gen_summary["quarantine_by_reason"],
             "scores": score_rows,
             "metric_n": {mode: m.n for mode, m in metrics.items()},

@@ -4,7 +4,7 @@ build.json / card parts the item builds (NA variants, artifacts) assemble the sa
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,10 +12,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from nabench.audit.eligibility import exclusion_counts
+from nabench.audit.eligibility import Audit, exclusion_counts
 from nabench.core.errors import NabenchError
 from nabench.schemas.protocol import Protocol, get_protocol
 from nabench.sources import LoadedSplit, Source
+from nabench.sources.sample import select_items
 from nabench.stage.cards import size_category
 from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts
 
@@ -111,6 +112,29 @@ def load_split(
     return source.load(
         split, location=location, config=config, revision=recipe.source.revision, seed=seed
     )
+
+
+def audited_selection(
+    items: pa.Table,
+    audit: Callable[[pa.Table], Audit],
+    *,
+    limit: int | None,
+    sample: int | None,
+    seed: int,
+) -> tuple[pa.Table, Audit, Audit]:
+    """(the rows a build uses, their audit, the whole split's audit).
+
+    `--limit N` uses the first N source rows, audited (some may be excluded). `--sample N`
+    draws N of the items the audit keeps (stratified by subject, seeded per item), so a
+    sampled build has N usable items; the whole split's exclusions are not part of it. The
+    whole split's audit is every builder's donor pool, so partial builds borrow what the full
+    build does."""
+    whole = audit(items)
+    if limit is not None or sample is None:
+        used = select_items(items, limit=limit, sample=sample, seed=seed)
+        return used, (whole if used.num_rows == items.num_rows else audit(used)), whole
+    chosen = select_items(whole.eligible, sample=sample, seed=seed)
+    return chosen, Audit(chosen, whole.excluded.slice(0, 0)), whole
 
 
 def split_record(loaded: LoadedSplit, items: pa.Table) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.errors import NabenchError
 from nabench.core.version import release_version
 from nabench.stage.cards import finalize_card
+from nabench.stage.croissant import CROISSANT, released_croissant
 from nabench.stage.exports import HubData, LmEvalSpec, lm_eval_files
 from nabench.validate import validate_path
 
@@ -223,6 +224,7 @@ def make_plan(
             files[README] = card.encode("utf-8")
             notes[README] = "card finalized for this release"
     notes.update(_pin_lm_eval_tasks(files, manifest, repo_id, tag))
+    notes.update(_release_croissant(files, repo_id, version))
     raw_manifest = (staged / MANIFEST).read_bytes()
     if notes:
         # Only the card's and tasks' hashes change; the rest of the manifest stays as built.
@@ -267,6 +269,17 @@ def _pin_lm_eval_tasks(
     changed = {p: data for p, data in pinned.items() if files.get(p) != data}
     files.update(changed)
     return {p: f"lm-eval task pinned to {repo_id}@{tag}" for p in changed}
+
+
+def _release_croissant(files: dict[str, bytes], repo_id: str, version: str) -> dict[str, str]:
+    """croissant.json names the repository and the version it is released as."""
+    if CROISSANT not in files:
+        return {}
+    data = released_croissant(files[CROISSANT], repo_id, version)
+    if data == files[CROISSANT]:
+        return {}
+    files[CROISSANT] = data
+    return {CROISSANT: f"croissant.json: url and version of {repo_id} v{version}"}
 
 
 def _hashes(files: Mapping[str, bytes], paths: Iterable[str]) -> dict[str, str]:

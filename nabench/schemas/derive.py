@@ -103,6 +103,41 @@ _ARROW: dict[type, pa.DataType] = {
 }
 
 
+# Croissant (schema.org) data type of each column type above; a list column is an array of
+# its element type. `croissant_type` maps the Arrow type a table was written with.
+_CROISSANT: dict[type, str] = {
+    str: "https://schema.org/Text",  # `sc:Text` in the written JSON-LD
+    int: "https://schema.org/Integer",
+    bool: "https://schema.org/Boolean",
+    float: "https://schema.org/Float",
+}
+
+
+def model_croissant_type(annotation: Any) -> tuple[str, bool]:
+    """(Croissant data type URI, is_array) of a row-model field's annotation."""
+    ft = field_type(annotation)
+    return (_CROISSANT[str], True) if ft.base is list else (_CROISSANT[ft.base], False)
+
+
+def croissant_type(arrow_type: pa.DataType) -> tuple[str, bool]:
+    """(Croissant data type URI, is_array) of an Arrow column type; TypeError if none."""
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        inner, nested = croissant_type(arrow_type.value_type)
+        if nested:
+            raise TypeError(f"no Croissant type for nested list {arrow_type}")
+        return inner, True
+    for base, arrow in _ARROW.items():
+        if base is not list and arrow_type == arrow:
+            return _CROISSANT[base], False
+    if pa.types.is_integer(arrow_type):
+        return _CROISSANT[int], False
+    if pa.types.is_floating(arrow_type):
+        return _CROISSANT[float], False
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return _CROISSANT[str], False
+    raise TypeError(f"no Croissant type for Arrow type {arrow_type}")
+
+
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     """The Arrow schema of a row model: one nullable field per model field, in order."""
     return pa.schema(

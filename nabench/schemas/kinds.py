@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from nabench.schemas import derive
 from nabench.schemas.contribution import ContributionHeader
 from nabench.schemas.item import ExcludedItem, Item, PerturbedItem
+from nabench.schemas.redux import ReduxAnnotation
 from nabench.schemas.rows import (
     ArtifactPrompt,
     InferenceOutput,
@@ -33,6 +34,7 @@ ROW_KINDS: dict[str, type[BaseModel]] = {
     "selfknow_tasks": SelfknowTask,
     "selfknow_quarantine": SelfknowQuarantine,
     "selfknow_classifications": SelfknowClassification,
+    "redux_annotation": ReduxAnnotation,
 }
 """Row kinds of published tables (`nabench validate` and the builds check these)."""
 

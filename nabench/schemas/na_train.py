@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
+from nabench.schemas.model import ModelSpec
 from nabench.schemas.recipe import (
     LabelsSpec,
     NADistractorSpec,
@@ -31,18 +32,9 @@ TrainVariantSpec = Annotated[
 ]
 
 
-class SamplerSpec(_Spec):
-    """The model that answers (any backend of `nabench.llm`) and how it samples."""
+class SamplerSpec(ModelSpec):
+    """The model that answers (a `ModelSpec`) and how it samples."""
 
-    backend: str = "local"
-    model: str | None = Field(
-        default=None, description="local: GGUF path (default SmolLM2); openai/vllm: model name."
-    )
-    base_url: str | None = None
-    concurrency: int = Field(default=8, ge=1)
-    options: dict[str, Any] = Field(default_factory=dict)
-    engine: str = "local"  # local | ray (nabench.llm.ENGINES), as for labels.llm
-    ray: dict[str, Any] = Field(default_factory=dict)  # RaySettings, for engine: ray
     n: int = Field(default=8, ge=1, le=128, description="Samples per variant of a question.")
     temperature: float = Field(default=1.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)

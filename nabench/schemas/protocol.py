@@ -63,14 +63,20 @@ class ArtifactsPreset(_Spec):
     )
     qi_keep_missing: bool = Field(
         default=False,
-        description="Step 2 keeps items without an inferred question (one row per step-1 row).",
+        description="Step 2 keeps items without an inferred question (one row per step-1 "
+        "row); `nabench eval` never sends them and scores them as invalid answers.",
     )
     random_question_within: Literal["split", "subject"] = "split"
+    qi_step1_min_tokens: int = Field(default=0, ge=0, description="Step 1: new tokens at least.")
+    qi_step1_max_tokens: int = Field(default=96, ge=1, description="Step 1: new tokens at most.")
 
 
 class SelfKnowPreset(_Spec):
     generation_temperature: float = Field(default=0.0, ge=0.0)
     classification_temperature: float = Field(default=0.0, ge=0.0)
+    n_per_class: int | None = Field(
+        default=None, ge=1, description="Tasks per class (None: the recipe's; --limit caps it)."
+    )
     refill: bool = False
     max_refill_rounds: int = Field(default=0, ge=0)
 
@@ -89,11 +95,22 @@ PaperTableName = Literal[
 
 class ReportPreset(_Spec):
     tables: list[PaperTableName] = Field(default_factory=list)
+    # The first grouping is the paper's: `tables/anova.csv` holds its ANOVA.
     categories: list[Literal["lm_eval", "hendrycks"]] = ["lm_eval"]  # pydantic copies defaults
+    conditions: list[str] | None = Field(
+        default=None,
+        min_length=2,
+        description="The configs the paper's Tables 1-2 and ANOVA compare, whatever else was "
+        "evaluated (None: every evaluated multiple-choice config).",
+    )
     # With a two-step question-inference config (`qi_step2`) among MMLU results, the paper
     # tables score every config on the first this-share of the source items, as the
     # artifacts authors' evaluation/plot_accuracy.py does (0.75); the baseline keeps all.
     mmlu_two_step_share: float | None = Field(default=None, gt=0.0, le=1.0)
+
+
+SettingSource = Literal["paper text", "authors' code", "nabench's choice"]
+_SECTIONS = ("decoding", "scoring", "artifacts", "selfknow", "report")
 
 
 class Protocol(_Spec):
@@ -106,6 +123,18 @@ class Protocol(_Spec):
     artifacts: ArtifactsPreset | None = None
     selfknow: SelfKnowPreset | None = None
     report: ReportPreset | None = None
+    # Where each setting comes from, `section.field` -> source; a paper preset names every
+    # setting it states (a reader can tell the paper's numbers from nabench's fill-ins).
+    sources: dict[str, SettingSource] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sources_name_settings(self) -> Protocol:
+        for key in self.sources:
+            section, _, name = key.partition(".")
+            spec = getattr(self, section, None) if section in _SECTIONS else None
+            if spec is None or name not in type(spec).model_fields:
+                raise ValueError(f"sources: {key!r} names no setting of this preset")
+        return self
 
     def record(self) -> dict[str, Any]:
         """What a card, manifest or run summary stores about the preset."""

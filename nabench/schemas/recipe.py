@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
@@ -14,6 +14,8 @@ from pydantic import (
 )
 
 from nabench.core.version import release_version
+from nabench.schemas.model import ModelSpec
+from nabench.schemas.redux import AuditSpec
 
 
 def _check_semver(value: str) -> str:
@@ -67,26 +69,33 @@ class NADistractorSpec(_Spec):
     na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
 
 
+class NAMixedSpec(_Spec):
+    """NA replaces one option drawn per item; it is the key on a seeded 1/k of items."""
+
+    kind: Literal["na_mixed"]
+    na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
+
+
 class AllOfTheAboveSpec(_Spec):
     kind: Literal["all_of_the_above"]
     text: str = "All of the above"
 
 
 VariantSpec = Annotated[
-    OriginalSpec | NAKeyedSpec | NADistractorSpec | AllOfTheAboveSpec | ForeignKeySpec,
+    OriginalSpec
+    | NAKeyedSpec
+    | NADistractorSpec
+    | NAMixedSpec
+    | AllOfTheAboveSpec
+    | ForeignKeySpec,
     Field(discriminator="kind"),
 ]
 
 
-class LLMLabelerSpec(_Spec):
-    backend: str = "local"
-    model: str | None = None
-    base_url: str | None = None
+class LLMLabelerSpec(ModelSpec):
+    """`labels.llm`: the labeling model (a `ModelSpec`), its guideline and error budget."""
+
     guideline: str = "na_applicability"
-    concurrency: int = Field(default=8, ge=1)
-    options: dict[str, Any] = Field(default_factory=dict)
-    engine: str = "local"  # local | ray (nabench.llm.ENGINES)
-    ray: dict[str, Any] = Field(default_factory=dict)  # RaySettings, for engine: ray
     max_error_share: float = Field(
         default=0.0,
         ge=0.0,
@@ -130,12 +139,15 @@ class Recipe(_Spec):
     )
     variants: list[VariantSpec] = Field(min_length=1)
     labels: LabelsSpec = Field(default_factory=LabelsSpec)
+    audit: AuditSpec = Field(default_factory=AuditSpec)
     publish: PublishSpec = Field(default_factory=PublishSpec)
 
     @model_validator(mode="after")
     def _has_original(self) -> Recipe:
         if not any(v.kind == "original" for v in self.variants):
             raise ValueError("variants must include 'original' (the control every id traces to)")
+        if self.audit.redux is not None and self.source.dataset != "mmlu":
+            raise ValueError("audit.redux (MMLU-Redux) applies to mmlu recipes only")
         return self
 
 

@@ -25,11 +25,11 @@ Example (``nabench/recipes/selfknow.yaml``)::
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from nabench.llm.options import backend_kwargs
+from nabench.schemas.model import ModelSpec
 from nabench.schemas.recipe import Seed, SemVer
 from nabench.selfknow.prompts import Style
 
@@ -38,17 +38,10 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ModelSpec(_Spec):
-    """Which model answers: a backend of :mod:`nabench.llm` and its options."""
+class SelfKnowModel(ModelSpec):
+    """A selfknow model section: the model (a `ModelSpec`) and how this role asks it."""
 
     backend: Literal["local", "openai", "vllm"] = "local"
-    model: str | None = Field(
-        default=None, description="local: GGUF path (default SmolLM2); openai/vllm: model name."
-    )
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server (openai).")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="Extra keyword options for the backend constructor."
-    )
     max_tokens: int = Field(default=256, ge=1)
     max_attempts: int = Field(default=3, ge=1)
     max_analysis_chars: int = Field(default=300, ge=1)
@@ -56,26 +49,12 @@ class ModelSpec(_Spec):
         default=8, ge=1, description="Requests per cache commit (a kill loses at most one chunk)."
     )
 
-    def backend_options(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`nabench.llm.get_backend` (the same mapping as the
-        command-line model flags)."""
-
-        return backend_kwargs(self.backend, self.model, self.base_url, options=self.options)
-
-    def same_model_as(self, other: ModelSpec) -> bool:
-        return (self.backend, self.model, self.base_url, self.options) == (
-            other.backend,
-            other.model,
-            other.base_url,
-            other.options,
-        )
-
 
 def _vanilla() -> list[Style]:
     return ["vanilla"]
 
 
-class GeneratorSpec(ModelSpec):
+class GeneratorSpec(SelfKnowModel):
     temperature: float = Field(default=1.0, ge=0.0)
     styles: list[Style] = Field(default_factory=_vanilla, min_length=1)
     n_per_class: int = Field(default=50, ge=1)
@@ -96,11 +75,12 @@ class GeneratorSpec(ModelSpec):
         return value
 
 
-class ClassifierSpec(ModelSpec):
+class ClassifierSpec(SelfKnowModel):
     same_as_generator: bool = Field(
         default=True,
-        description="Use the generator's model (backend, model, base_url, options). False with "
-        "another backend/model is cross-model classification.",
+        description="Use the generator's model (its ModelSpec keys: backend, model, base_url, "
+        "options, concurrency, engine, ray). False with another model is cross-model "
+        "classification.",
     )
     temperature: float = Field(default=0.0, ge=0.0)
     style: Literal["vanilla", "challenge", "same"] = "same"
@@ -108,7 +88,7 @@ class ClassifierSpec(ModelSpec):
 
     @model_validator(mode="after")
     def _no_model_when_same(self) -> ClassifierSpec:
-        own = {"backend", "model", "base_url", "options"} & self.model_fields_set
+        own = set(ModelSpec.model_fields) & self.model_fields_set
         if self.same_as_generator and own:
             raise ValueError(
                 f"classifier: {', '.join(sorted(own))} need(s) same_as_generator: false "
@@ -137,11 +117,5 @@ class SelfKnowRecipe(_Spec):
 
     def classifier_model(self) -> ModelSpec:
         """The model that classifies: the generator's, or the classifier's own (cross-model)."""
-        if self.classifier.same_as_generator:
-            return ModelSpec(
-                backend=self.generator.backend,
-                model=self.generator.model,
-                base_url=self.generator.base_url,
-                options=self.generator.options,
-            )
-        return self.classifier
+        source = self.generator if self.classifier.same_as_generator else self.classifier
+        return source.model_only()

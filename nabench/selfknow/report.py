@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from nabench.core.cells import fmt_value
 from nabench.core.out_guard import OutKind
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, TypeMetrics
 from nabench.selfknow.scores import SelfKnowledgeCounts, SelfKnowledgeScores
@@ -33,11 +34,14 @@ SCORE_LABELS: tuple[tuple[str, str], ...] = (
 )
 COUNT_LABELS: tuple[str, ...] = ("N_ff", "N_fr", "N_rf", "N_rr", "N_rr'")
 UNDEFINED = "—"
+
+
+def fmt_score(value: float | None) -> str:
+    """A score or rate as every selfknow table and card shows it (the one cell formatter)."""
+    return fmt_value(value, missing=UNDEFINED)
+
+
 TOP_MISMATCHES = 10
-
-
-def _fmt(value: float | None) -> str:
-    return UNDEFINED if value is None else f"{value:.3f}"
 
 
 def _overall(counts: SelfKnowledgeCounts, scores: SelfKnowledgeScores) -> dict[str, Any]:
@@ -120,7 +124,7 @@ def _overall_rows(
     header = ["metric", *(f"{metrics.match}-level" for metrics in variants)]
     rows = [["n", *(str(metrics.n) for metrics in variants)]]
     for key, label in SCORE_LABELS:
-        rows.append([label, *(_fmt(getattr(metrics.scores, key)) for metrics in variants)])
+        rows.append([label, *(fmt_score(getattr(metrics.scores, key)) for metrics in variants)])
     for label in COUNT_LABELS:
         rows.append([label, *(str(metrics.counts.as_dict()[label]) for metrics in variants)])
     return header, rows
@@ -135,7 +139,7 @@ def _type_rows(primary: SelfKnowledgeMetrics) -> tuple[list[str], list[list[str]
             [
                 metrics.name + ("" if metrics.known else " (unknown)"),
                 str(metrics.counts.n),
-                *(_fmt(getattr(metrics.scores, key)) for key, _ in SCORE_LABELS),
+                *(fmt_score(getattr(metrics.scores, key)) for key, _ in SCORE_LABELS),
                 *(str(counts[label]) for label in COUNT_LABELS),
             ]
         )
@@ -255,7 +259,7 @@ def _bar_chart(path: Path, title: str, scores: SelfKnowledgeScores) -> None:
         bars = axes.bar(labels, heights, color="#4c72b0")
         for bar, value in zip(bars, values, strict=True):
             axes.annotate(
-                _fmt(value),
+                fmt_score(value),
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                 ha="center",
                 va="bottom" if bar.get_height() >= 0 else "top",

@@ -1,7 +1,7 @@
 """Source loaders: one module per benchmark, each mapping its rows onto canonical items."""
 
 from nabench.core.errors import SourceError
-from nabench.sources._base import LoadedSplit, Source, item_table, read_split
+from nabench.sources._base import LoadedSplit, Source, item_table, read_split, require_columns
 from nabench.sources.arc import ARCChallenge
 from nabench.sources.gpqa import GPQA
 from nabench.sources.hellaswag import HellaSwag
@@ -18,4 +18,12 @@ def get_source(name: str) -> Source:
         raise SourceError(f"unknown source {name!r} (known: {', '.join(SOURCES)})") from None
 
 
-__all__ = ["SOURCES", "LoadedSplit", "Source", "get_source", "item_table", "read_split"]
+__all__ = [
+    "SOURCES",
+    "LoadedSplit",
+    "Source",
+    "get_source",
+    "item_table",
+    "read_split",
+    "require_columns",
+]

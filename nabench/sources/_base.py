@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
+from nabench.core.portable import missing_local_path
 from nabench.schemas.tables import ITEM_ARROW
 
 _FILE_BUILDERS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "json", ".json": "json"}
@@ -114,7 +115,7 @@ def read_split(
             ds = builder.as_dataset(split=split)
             resolved = builder.config.data_files or {}
             data_files = [Path(str(f)) for f in resolved.get(split, [])]
-        elif location.startswith((".", "/", "~")) or location.count("/") != 1:
+        elif missing_local_path(location):
             raise SourceError(f"source path {location!r} does not exist")
         else:
             ds = datasets.load_dataset(
@@ -208,6 +209,9 @@ class Source(ABC):
     pretty_name: ClassVar[str]
     citation: ClassVar[str]
     language: ClassVar[str] = "en"
+    # The card's field table says what the item fields hold for this source (the generic
+    # descriptions of `schemas.item` name every source at once).
+    field_notes: ClassVar[Mapping[str, str]] = {}
 
     def load(
         self,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
@@ -15,6 +17,14 @@ class ARCChallenge(Source):
     splits = ("train", "validation", "test")
     license = "cc-by-sa-4.0"
     pretty_name = "ARC-Challenge"
+    field_notes: ClassVar[dict[str, str]] = {
+        "id": "`arc_challenge/<split>/<ARC id>`: the source row's own `id`.",
+        "source": "Always `arc_challenge`.",
+        "subject": "Always null: ARC has no subjects.",
+        "question": "The question text.",
+        "choices": "The 3-5 options in source order (ARC's labels A-E / 1-5 are dropped).",
+        "answer": "0-based index of the row's `answerKey` among its own labels.",
+    }
     citation = (
         "@article{clark2018think,\n"
         "  title={Think you have Solved Question Answering? Try ARC, the AI2 Reasoning "

@@ -3,6 +3,8 @@ per item with the recipe seed so every build orders them identically."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
@@ -25,6 +27,13 @@ class GPQA(Source):
     splits = ("train",)
     license = "cc-by-4.0"
     pretty_name = "GPQA"
+    field_notes: ClassVar[dict[str, str]] = {
+        "id": "`gpqa/<config>/<Record ID>`: the source row's `Record ID`.",
+        "source": "Always `gpqa`.",
+        "subject": "The row's `Subdomain`.",
+        "question": "The row's `Question`.",
+        "choices": "The correct and 3 incorrect answers, shuffled per item (seeded).",
+    }
     citation = (
         "@inproceedings{rein2024gpqa,\n"
         "  title={GPQA: A Graduate-Level Google-Proof Q\\&A Benchmark},\n"

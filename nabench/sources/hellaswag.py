@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
@@ -15,6 +17,13 @@ class HellaSwag(Source):
     splits = ("train", "validation", "test")
     license = "mit"
     pretty_name = "HellaSwag"
+    field_notes: ClassVar[dict[str, str]] = {
+        "id": "`hellaswag/<split>/<ind>`: the source row's `ind`, 5 digits.",
+        "source": "Always `hellaswag`.",
+        "subject": "The row's `activity_label`.",
+        "question": "The context (`ctx`) the endings continue.",
+        "choices": "The 4 endings in source order.",
+    }
     citation = (
         "@inproceedings{zellers2019hellaswag,\n"
         "  title={HellaSwag: Can a Machine Really Finish Your Sentence?},\n"

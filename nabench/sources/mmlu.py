@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pyarrow as pa
 
 from nabench.sources._base import Source, check_answers, item_table, require_columns
@@ -14,6 +16,14 @@ class MMLU(Source):
     splits = ("test", "validation", "dev", "auxiliary_train")
     license = "mit"
     pretty_name = "MMLU"
+    field_notes: ClassVar[dict[str, str]] = {
+        "id": "`mmlu/<config>/<split>/<row>`: the row's 0-based position in its source split, "
+        "5 digits (e.g. `mmlu/all/test/00123`).",
+        "source": "Always `mmlu`.",
+        "subject": "MMLU subject, one of 57 (e.g. `abstract_algebra`).",
+        "question": "The question text.",
+        "choices": "The 4 options in source order.",
+    }
     citation = (
         "@inproceedings{hendrycks2021measuring,\n"
         "  title={Measuring Massive Multitask Language Understanding},\n"

@@ -14,9 +14,15 @@ import numpy as np
 import pyarrow as pa
 
 from nabench.core.errors import NabenchError
-from nabench.core.rng import item_hashes
+from nabench.core.rng import Draw, item_hashes
 
 SAMPLE_PURPOSE = "sample"
+SAMPLE_DRAW = Draw(
+    SAMPLE_PURPOSE,
+    "hash",
+    "`--sample` takes, within each subject, its quota of the items that passed the audit "
+    "with the smallest `H` (ties by id)",
+)
 
 
 def allocate(sizes: dict[str, int], n: int) -> dict[str, int]:

@@ -4,6 +4,7 @@ Layout (what `push_to_hub` writes and `load_dataset` reads):
     <config>/<split>-00000-of-00001.parquet
     README.md      YAML front matter (`configs`, `dataset_info`, card metadata) + card body
     build.json     manifest: recipe, versions, seed, counts, sha256 of every other file
+    croissant.json Croissant metadata with the Responsible-AI fields (`stage.croissant`)
     lm_eval/       lm-eval tasks of the multiple-choice configs (reading this folder's files
                    by absolute path; `publish` pins them to the release), listed in the card
 """
@@ -26,9 +27,12 @@ import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.out_guard import OutLock, check_out, remove_stale, say
+from nabench.core.portable import portable_text, portable_tree
 from nabench.core.redact import redact, scrub
 from nabench.core.version import __version__
 from nabench.schemas.tables import features_for
+from nabench.stage.cards.front_matter import split_front_matter
+from nabench.stage.croissant import CROISSANT, CardFacts, croissant_json
 from nabench.stage.exports.lm_eval_tasks import (
     LmEvalSpec,
     LocalData,
@@ -187,26 +191,38 @@ class StagingArea:
         self,
         render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
         manifest: Mapping[str, Any],
+        facts: CardFacts | None = None,
     ) -> dict[str, str]:
-        """Finish the tree and swap it into place; returns {relative path: sha256}."""
+        """Finish the tree and swap it into place; returns {relative path: sha256}.
+
+        `facts`: what the card states beyond the manifest, for croissant.json."""
         configs, infos = hub_metadata(self.tables)
         # Credentials (key-like options, `user:key@` URLs) never reach a written file: masked
         # in the manifest, and any value masked there is scrubbed from the card too.
         clean = redact(dict(manifest))
-        spec = lm_eval_spec(self.tables, clean.value)
+        # Nor does a path of this machine: relative to the build, or `local:<name>`.
+        local = portable_tree(clean.value, self.out)
+        spec = lm_eval_spec(self.tables, local.value)
         readme_text = render_readme(configs, infos)  # while the writers finish
         if spec is not None:
             readme_text += lm_eval_card_section(spec)
-        readme = unsealed(scrub(readme_text, clean.secrets))
-        extra = {} if spec is None else lm_eval_files(spec, LocalData(self.out))
+        readme_text = portable_text(scrub(readme_text, clean.secrets), local.replaced, self.out)
+        readme = unsealed(readme_text)
+        extra = {} if spec is None else lm_eval_files(spec, LocalData(self.out, relative=True))
         hashes = dict(future.result() for future in self._writes)
         hashes.update(self._folder_hashes())
         for rel, data in extra.items():
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.root / rel).write_bytes(data)
             hashes[rel] = hashlib.sha256(data).hexdigest()
+        front, _ = split_front_matter(readme)
+        # From the portable manifest, and free text (the facts) scrubbed like the card.
+        croissant = croissant_json(self.tables, local.value, hashes, front, facts)
+        croissant = portable_text(croissant.decode("utf-8"), local.replaced, self.out).encode()
+        (self.root / CROISSANT).write_bytes(croissant)
+        hashes[CROISSANT] = hashlib.sha256(croissant).hexdigest()
         hashes["README.md"] = card_sha256(readme.encode("utf-8"))
-        full_manifest = {**clean.value, "files": dict(sorted(hashes.items()))}
+        full_manifest = {**local.value, "files": dict(sorted(hashes.items()))}
         if spec is not None:
             full_manifest["lm_eval"] = spec.to_json()
         raw_manifest = (
@@ -298,12 +314,13 @@ def stage(
     tables: list[StagedTable],
     render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
     manifest: Mapping[str, Any],
+    facts: CardFacts | None = None,
 ) -> dict[str, str]:
     """Write a whole repository tree atomically (see `StagingArea`); {path: sha256}."""
     with StagingArea(out) as area:
         for st in tables:
             area.add(st)
-        return area.commit(render_readme, manifest)
+        return area.commit(render_readme, manifest, facts)
 
 
 def swap_into_place(tmp: Path, out: Path) -> None:

@@ -1,13 +1,16 @@
 """Accuracy confidence intervals, one-way ANOVA, correlations and Cohen's kappa.
 
-Statistics are computed here with numpy; scipy supplies only the reference
-distributions (normal, t, F). Tests cross-check every statistic scipy also has.
+ANOVA and the correlations are scipy's (``f_oneway``, ``pearsonr``, ``spearmanr``)
+behind the input checks and the degenerate cases this module documents; the Wilson
+interval, the bootstrap and kappa are computed here with numpy (scipy supplies the
+normal quantile). Tests check each against hand-computed values.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +28,7 @@ __all__ = [
     "bootstrap_mean_ci",
     "cohen_kappa",
     "pearson",
+    "score_fields",
     "spearman",
     "wilson_interval",
 ]
@@ -123,6 +127,18 @@ class AccuracyCI:
         }
 
 
+def score_fields(ci: AccuracyCI, binary: bool) -> dict[str, float | str]:
+    """The ``score`` columns (mean item score with the invalid credit) beside accuracy:
+    ``score``, ``score_ci_low``, ``score_ci_high``, ``score_ci_method``."""
+    f = ci.fields(binary)
+    return {
+        "score": f["accuracy"],
+        "score_ci_low": f["ci_low"],
+        "score_ci_high": f["ci_high"],
+        "score_ci_method": f["ci_method"],
+    }
+
+
 def accuracy_ci(
     scores: ArrayLike, confidence: float = 0.95, n_resamples: int = 2000, seed: Seed = 0
 ) -> AccuracyCI:
@@ -164,16 +180,11 @@ def anova_oneway(*groups: ArrayLike) -> AnovaResult:
     n_total = sum(a.size for a in arrs)
     if n_total <= k:
         raise ValueError("anova_oneway needs more observations than groups")
-    grand = np.concatenate(arrs).mean()
-    ss_between = sum(a.size * (a.mean() - grand) ** 2 for a in arrs)
-    ss_within = sum(float(((a - a.mean()) ** 2).sum()) for a in arrs)
-    df_b, df_w = k - 1, n_total - k
-    if ss_within == 0.0:
-        if ss_between > 0.0:
-            return AnovaResult(math.inf, 0.0, df_b, df_w)
-        return AnovaResult(math.nan, math.nan, df_b, df_w)
-    f = (ss_between / df_b) / (ss_within / df_w)
-    return AnovaResult(float(f), float(sps.f.sf(f, df_b, df_w)), df_b, df_w)
+    with warnings.catch_warnings():
+        # constant groups: scipy returns the inf / nan documented above, and warns
+        warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+        res = sps.f_oneway(*arrs)
+    return AnovaResult(float(res.statistic), float(res.pvalue), k - 1, n_total - k)
 
 
 @dataclass(frozen=True)
@@ -185,20 +196,28 @@ class Correlation:
     n: int
 
 
-def _pearson_arrays(x: NDArray[np.float64], y: NDArray[np.float64]) -> Correlation:
+# scipy computes a perfect correlation as 1 − a few ulps and derives p ~1e-8 from that
+# noise; within these ulps r is reported as exactly ±1 with p = 0.
+_PERFECT = 8 * float(np.finfo(np.float64).eps)
+
+
+def _correlation(
+    fn: Callable[[NDArray[np.float64], NDArray[np.float64]], Any],
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+) -> Correlation:
     n = x.size
-    xc = x - x.mean()
-    yc = y - y.mean()
-    denom = math.sqrt(float(xc @ xc) * float(yc @ yc))
-    if denom == 0.0:
-        # A constant input has no correlation; scipy also returns nan here.
+    with warnings.catch_warnings():
+        # a constant input has no correlation: scipy returns nan (r and p) and warns
+        warnings.simplefilter("ignore", sps.ConstantInputWarning)
+        res = fn(x, y)
+    r, p = float(res.statistic), float(res.pvalue)
+    if math.isnan(r):
         return Correlation(math.nan, math.nan, n)
-    r = max(-1.0, min(1.0, float(xc @ yc) / denom))
-    if n == 2 or abs(r) == 1.0:
-        return Correlation(r, 1.0 if n == 2 else 0.0, n)
-    df = n - 2
-    t = r * math.sqrt(df / ((1.0 - r) * (1.0 + r)))
-    return Correlation(r, float(2.0 * sps.t.sf(abs(t), df)), n)
+    if 1.0 - abs(r) <= _PERFECT:
+        r, p = math.copysign(1.0, r), 0.0
+    # two points always lie on a line: no evidence either way
+    return Correlation(r, 1.0 if n == 2 else p, n)
 
 
 def _pair(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -216,13 +235,13 @@ def pearson(x: ArrayLike, y: ArrayLike) -> Correlation:
 
     n = 2 gives p = 1; a constant input gives r = p = nan.
     """
-    return _pearson_arrays(*_pair(x, y))
+    return _correlation(sps.pearsonr, *_pair(x, y))
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> Correlation:
-    """Spearman rho: Pearson r of average ranks (ties share their mean rank)."""
-    a, b = _pair(x, y)
-    return _pearson_arrays(sps.rankdata(a), sps.rankdata(b))
+    """Spearman rho: Pearson r of average ranks (ties share their mean rank), p-value
+    from the t distribution with n − 2 df; n = 2 gives p = 1."""
+    return _correlation(sps.spearmanr, *_pair(x, y))
 
 
 @dataclass(frozen=True)

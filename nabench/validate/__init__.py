@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,20 +13,23 @@ from nabench.core.errors import NabenchError
 from nabench.core.safe_load import UnsafeInput
 from nabench.schemas.tables import ARROW_SCHEMAS
 from nabench.validate.artifacts import check_artifacts, prompt_type_counts
-from nabench.validate.build_tree import build_kind, check_build_tree
+from nabench.validate.build_tree import (
+    build_kind,
+    check_build_tree,
+    check_no_symlinks,
+    read_manifest,
+)
 from nabench.validate.contributions import is_contributions_dir, validate_contributions
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     ValidationReport,
     Violation,
-    check_against_original,
-    check_ids_in_original,
     check_perturbed,
     check_schema,
     letter_distribution,
 )
-from nabench.validate.na_train import Parse, validate_na_train_dir
-from nabench.validate.selfknow import validate_selfknow_dir
+from nabench.validate.kinds import KINDS, infer_kind, read_parts, validate_parts
+from nabench.validate.na_train import Parse
 
 
 def read_rows(path: Path) -> pa.Table:
@@ -58,6 +60,8 @@ def table_kind(table: pa.Table) -> str:
         return "excluded_item"
     if "na_applicable" in names and "choices" not in names:
         return "labels"
+    if "error_type" in names:
+        return "redux_annotation"
     return "item"
 
 
@@ -100,19 +104,6 @@ def validate_table(
                 report.notes.append(f"warning: {where}: letter {letter} is the key in {share:.1%}")
 
 
-def build_text_mode(folder: Path) -> str:
-    """How a built folder showed source text in its prompts (`stripped` unless its manifest
-    says otherwise, e.g. `raw` under the `artifacts-paper` protocol)."""
-    manifest = folder / "build.json"
-    if not manifest.is_file():
-        return "stripped"
-    try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NabenchError(f"{manifest}: not valid JSON ({exc})") from None
-    return str(data.get("text") or "stripped")
-
-
 def validate_path(
     path: Path,
     *,
@@ -121,58 +112,55 @@ def validate_path(
     limits: Any = None,
     parse: Parse | None = None,
 ) -> ValidationReport:
-    """Validate a built folder (every config, plus ids traced to `original`), one file, or
-    contributed perturbations (a folder holding `contribution.yaml` files; `sources` maps a
-    dataset name, or '*', to a location for id traceability, `release` is a built folder to
-    check duplicates against, `limits` a `contributions.Limits`)."""
+    """Validate a built folder (its kind's validator plus the whole-folder rules), one file,
+    or contributed perturbations (a folder holding `contribution.yaml` files; `sources` maps
+    a dataset name, or '*', to a location for id traceability, `release` is a built folder
+    to check duplicates against, `limits` a `contributions.Limits`)."""
     report = ValidationReport()
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise NabenchError(f"{path} does not exist")
+    if path.is_symlink():
+        raise NabenchError(f"{path} is a symlink: validate the folder it points at")
     if path.is_file():
         validate_table(read_rows(path), path.name, report)
         return report
-
-    kind = build_kind(path)
-    if kind == "na-train":  # its own invariants; `parse` is the evaluation parser
-        return validate_na_train_dir(path, parse)
-    if kind == "selfknow":
-        return validate_selfknow_dir(path)
     if is_contributions_dir(path):
         result: ValidationReport = validate_contributions(
             path, sources=sources, release=release, limits=limits
         )
         return result
-    files = sorted(p for p in path.rglob("*.parquet") if not p.name.startswith("."))
-    text = build_text_mode(path)
-    if not files:
-        raise NabenchError(f"{path}: no parquet files found")
-    report.violations.extend(check_build_tree(path))
-    originals: dict[str, pa.Table] = {}
-    tables: list[tuple[str, pa.Table]] = []
-    for f in files:
-        rel = f.relative_to(path).as_posix()
-        try:
-            table = read_rows(f)
-        except NabenchError as exc:  # one unreadable file never hides the others
-            report.violations.append(Violation(rel, -1, "-", "file_readable", str(exc)))
-            continue
-        tables.append((rel, table))
-        if f.parent.name == "original" and "id" in table.column_names:
-            originals[f.name] = table
-    for rel, table in tables:
-        validate_table(table, rel, report, text)
-        if table_kind(table) != "perturbed_item" or not originals:
-            continue
-        original = originals.get(Path(rel).name)
-        known = _ids(original) if original is not None else pa.array([], pa.string())
-        report.violations.extend(check_ids_in_original(table, known, rel))
-        if original is not None and not rel.startswith("original/"):
-            report.violations.extend(check_against_original(table, original, rel))
+    return validate_build(path, parse)
+
+
+def validate_build(root: Path, parse: Parse | None = None) -> ValidationReport:
+    """A built folder: the kind its content is (checked against build.json's `kind`), that
+    kind's validator on the tables read from disk, and the whole-folder rules."""
+    declared, inferred = build_kind(root), infer_kind(root)
+    if inferred is None and declared is None:
+        raise NabenchError(
+            f"{root}: not a nabench build (no build.json, and no config folder of an NA, "
+            "artifacts, na-train or selfknow build)"
+        )
+    kind = inferred or str(declared)
+    manifest, _, _ = read_manifest(root)
+    tree = [*check_build_tree(root), *check_no_symlinks(root)]
+    if declared is not None and declared != kind:
+        tree.append(
+            Violation(
+                "build.json",
+                -1,
+                "-",
+                "kind_matches_content",
+                f"declares kind {declared!r} but holds a {kind!r} build (validated as {kind!r})",
+            )
+        )
+    if kind not in KINDS:
+        raise NabenchError(f"{root}: build.json names an unknown kind {kind!r}")
+    unreadable = ValidationReport()
+    parts = read_parts(root, unreadable)
+    report = validate_parts(kind, parts, manifest or {}, parse)
+    report.violations[:0] = [*tree, *unreadable.violations]
     return report
 
 
-def _ids(table: pa.Table) -> pa.Array:
-    return table.column("id").combine_chunks().cast(pa.string())
-
-
-__all__ = ["ValidationReport", "Violation", "validate_path", "validate_table"]
+__all__ = ["ValidationReport", "Violation", "validate_build", "validate_path", "validate_table"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_digest, card_sha256
 from nabench.core.safe_load import UnsafeInput, decode_utf8, load_json, load_yaml
+from nabench.validate.croissant import check_croissant
 from nabench.validate.invariants import Violation
 
 MANIFEST = "build.json"
@@ -145,6 +147,15 @@ def check_card(root: Path, raw_manifest: bytes, counts: Any) -> list[Violation]:
                     _file_violation(README, "card_config", f"bad data_files entry {entry!r}")
                 )
                 continue
+            if Path(rel).parts[0] != name:  # a config is read from its own folder only
+                out.append(
+                    _file_violation(
+                        README,
+                        "card_config_folder",
+                        f"config {name!r} points at {rel!r}, outside its folder {name}/",
+                    )
+                )
+                continue
             if not (root / rel).is_file():
                 out.append(
                     _file_violation(
@@ -188,9 +199,27 @@ def build_kind(path: Path) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def check_no_symlinks(root: Path) -> list[Violation]:
+    """No symlink anywhere in a build: a linked config or file would let a loader, a hash or a
+    publish read bytes from outside the tree or from another config."""
+    out: list[Violation] = []
+    for folder, dirs, files in os.walk(root):  # never follows links
+        for name in sorted([*dirs, *files]):
+            path = Path(folder) / name
+            if path.is_symlink():
+                rel = path.relative_to(root).as_posix()
+                out.append(_file_violation(rel, "no_symlink", "a symlink in the build"))
+    return out
+
+
 def check_build_tree(root: Path) -> list[Violation]:
     """All whole-folder rules of a built folder (see the module docstring)."""
     manifest, raw, problems = read_manifest(root)
     if manifest is None:
         return problems
-    return [*check_files(root, manifest["files"]), *check_card(root, raw, manifest.get("counts"))]
+    files = manifest["files"]
+    return [
+        *check_files(root, files),
+        *check_card(root, raw, manifest.get("counts")),
+        *check_croissant(root, files),
+    ]

@@ -543,11 +543,11 @@ def _check_golden(contrib: _Contribution, rows: list[dict[str, Any]], ctx: _Cont
             ctx.add(where, rule, message, i, item_id)
 
 
-# Which audit reason an inserted text of each variant must be flagged for.
+# Which audit reason an inserted text of each contributable variant must be flagged for
+# (the builder's own `inserted_reason`).
 _INSERTED_REASON = {
-    "na_keyed": "has_none_option",
-    "na_distractor": "has_none_option",
-    "all_of_the_above": "has_all_option",
+    kind: BUILDERS[kind].inserted_reason
+    for kind in ("na_keyed", "na_distractor", "na_mixed", "all_of_the_above")
 }
 
 

@@ -7,19 +7,18 @@ file, row, id and rule.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.audit.patterns import any_flagged, normalise
-from nabench.core.arrow import ListColumn, as_bool_mask
+from nabench.core.arrow import as_bool_mask
 from nabench.perturb import BUILDERS
 from nabench.schemas import Violation, nullable_types, pandera_schema, schema_violations
-from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, RowView, placement_rules
+from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, PLACEMENT_RULES
+from nabench.validate.rows import Rows, Rule, config_variant, show
 
 KNOWN_NA_TEXTS = (
     "None of the above",
@@ -27,7 +26,6 @@ KNOWN_NA_TEXTS = (
     "No valid options",
     "None of the options given is correct",
 )
-# Every variant a row may name; a row of any other variant would escape every scoped rule.
 # Every variant a row may name: the builders registered in `perturb` (one source of truth).
 VARIANTS = tuple(BUILDERS)
 LETTERS = "ABCDEFGHIJ"
@@ -42,14 +40,11 @@ class ValidationReport:
     rows: int = 0
     violations: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)  # the rule records that ran
 
 
 def _ints(table: pa.Table, name: str) -> np.ndarray:
     return table.column(name).fill_null(-1).to_numpy().astype(np.int64)
-
-
-def _strings(table: pa.Table, name: str) -> pa.Array:
-    return table.column(name).combine_chunks().cast(pa.string())
 
 
 def first_repeats(values: pa.Array) -> np.ndarray:
@@ -63,248 +58,236 @@ def first_repeats(values: pa.Array) -> np.ndarray:
     return codes <= earlier_max
 
 
+_INSERTING = (
+    "na_keyed", "na_distractor", "na_mixed", "all_of_the_above", NA_KEYED_LAST, FOREIGN_KEY
+)  # fmt: skip
+_KEYED, _DIST, _MIXED, _ORIG, _AOTA = (
+    ("na_keyed",),
+    ("na_distractor",),
+    ("na_mixed",),
+    ("original",),
+    ("all_of_the_above",),
+)
+
+# The row invariants of a perturbed table, any variant; `description` is the card's text.
+ROW_RULES: tuple[Rule, ...] = (
+    Rule(
+        "key_in_range",
+        "the answer index points at an existing option",
+        None,
+        lambda v: (v.answer < 0) | (v.answer >= v.choices.lengths),
+        lambda v, i: f"answer {v.answer[i]} not in [0, {v.choices.lengths[i]})",
+    ),
+    Rule(
+        "choices_non_empty",
+        "no option is empty",
+        None,
+        lambda v: v.choices.per_row_any(as_bool_mask(pc.equal(v.compared, ""))),
+        lambda v, i: "a choice is empty",
+    ),
+    Rule(
+        "choices_distinct",
+        "no two options have the same text",
+        None,
+        lambda v: v.choices.has_duplicates(v.compared),
+        lambda v, i: "two choices have the same text",
+    ),
+    Rule(
+        "na_exactly_once",
+        "NA / All-of-the-above variants hold the inserted text exactly once",
+        _INSERTING,
+        lambda v: v.na_count != 1,
+        lambda v, i: f"{show(v.na_text, i)} appears {v.na_count[i]} times (expected exactly once)",
+    ),
+    Rule(
+        "variant_known",
+        "every row names a known variant",
+        None,
+        lambda v: ~as_bool_mask(pc.is_in(v.variant, pa.array(VARIANTS))),
+        lambda v, i: f"unknown variant {show(v.variant, i)} (known: {', '.join(VARIANTS)})",
+    ),
+    Rule(
+        "no_flagged_option",
+        "no option but the inserted one is an NA / all-type phrasing or names other options",
+        None,
+        lambda v: v.stray_flagged,
+        lambda v, i: (
+            "an option other than the inserted one is an NA / all-type phrasing or "
+            "refers to other options"
+        ),
+    ),
+    Rule(
+        "unreplaced_unchanged",
+        "NA variants: every option not replaced equals the source's",
+        (*_KEYED, *_DIST, *_MIXED),
+        lambda v: v.unreplaced_changed,
+        lambda v, i: (
+            f"an option other than replaced_index {v.replaced[i]} differs from original_choices"
+        ),
+    ),
+    Rule(
+        "original_unchanged",
+        "`original` rows equal their source rows",
+        _ORIG,
+        lambda v: ~(v.same_len & v.prefix_ok) | (v.answer != v.orig_answer),
+        lambda v, i: "original row differs from its source choices/answer",
+    ),
+    Rule(
+        "na_keyed_key_is_na",
+        "`na_keyed`: the key is the NA text",
+        _KEYED,
+        lambda v: v.differs(v.key_text, v.na_text),
+        lambda v, i: f"key text is {show(v.key_text, i)}, expected {show(v.na_text, i)}",
+    ),
+    Rule(
+        "na_keyed_gold_absent",
+        "`na_keyed`: the original gold text is gone",
+        _KEYED,
+        lambda v: v.choices.count_equal(v.gold_text) > 0,
+        lambda v, i: f"original gold text {show(v.gold_text, i)} is still among the choices",
+    ),
+    Rule(
+        "na_keyed_in_place",
+        "`na_keyed`: NA replaces the gold option in place",
+        _KEYED,
+        lambda v: (v.replaced != v.orig_answer) | (v.answer != v.orig_answer),
+        lambda v, i: "NA must replace the gold option in place",
+    ),
+    *PLACEMENT_RULES,
+    Rule(
+        "na_distractor_key_is_gold",
+        "`na_distractor`: the key is still the original gold",
+        _DIST,
+        lambda v: v.differs(v.key_text, v.gold_text) | (v.answer != v.orig_answer),
+        lambda v, i: (
+            f"key text is {show(v.key_text, i)}, expected original gold {show(v.gold_text, i)}"
+        ),
+    ),
+    Rule(
+        "na_distractor_replaced_distractor",
+        "`na_distractor`: NA replaced a distractor",
+        _DIST,
+        lambda v: (v.replaced == v.answer) | v.differs(v.choices.at(v.replaced), v.na_text),
+        lambda v, i: f"replaced_index {v.replaced[i]} must be a distractor now holding the NA text",
+    ),
+    Rule(
+        "na_mixed_in_place",
+        "`na_mixed`: NA replaces one option in place; the key stays in its slot",
+        _MIXED,
+        lambda v: (v.answer != v.orig_answer) | v.differs(v.choices.at(v.replaced), v.na_text),
+        lambda v, i: (
+            f"the key must stay in the gold slot and replaced_index {v.replaced[i]} hold NA"
+        ),
+    ),
+    Rule(
+        "na_mixed_key_is_na_or_gold",
+        "`na_mixed`: the key is NA where it replaced the gold, else the gold",
+        _MIXED,
+        lambda v: np.where(
+            v.replaced == v.orig_answer,
+            v.differs(v.key_text, v.na_text) | (v.choices.count_equal(v.gold_text) > 0),
+            v.differs(v.key_text, v.gold_text),
+        ),
+        lambda v, i: (
+            f"key text is {show(v.key_text, i)}: NA where it replaced the gold, else the gold"
+        ),
+    ),
+    Rule(
+        "aota_appended",
+        "`all_of_the_above`: the original options plus the text, last",
+        _AOTA,
+        lambda v: (
+            (v.choices.lengths != v.original.lengths + 1)
+            | v.differs(v.choices.at(v.choices.lengths - 1), v.na_text)
+            | ~v.prefix_ok
+        ),
+        lambda v, i: f"expected the original choices plus {show(v.na_text, i)} as the last option",
+    ),
+    Rule(
+        "aota_key_unchanged",
+        "`all_of_the_above`: the key is unchanged",
+        _AOTA,
+        lambda v: v.answer != v.orig_answer,
+        lambda v, i: f"answer {v.answer[i]} != original answer {v.orig_answer[i]}",
+    ),
+    Rule(
+        "ids_unique",
+        "ids are unique within a config",
+        None,
+        lambda v: first_repeats(v.ids),
+        lambda v, i: "id repeats an earlier row",
+    ),
+)
+
+
+def _not_in_original(v: Rows) -> np.ndarray:
+    if v.source is None:  # the build has no `original` config of this split
+        return np.ones(v.n, dtype=bool)
+    original_ids = v.source.column("id").combine_chunks().cast(pa.string())
+    return ~as_bool_mask(pc.is_in(v.ids, value_set=original_ids))
+
+
+def _explain_fields(v: Rows, i: int) -> str:
+    fields = ", ".join(k for k, mask in v.traced_differences.items() if mask[i])
+    return f"{fields} differ(s) from the `original` row of this id"
+
+
+def _wrong_variant(v: Rows) -> np.ndarray:
+    if v.config is None:
+        return np.zeros(v.n, dtype=bool)
+    return v.differs(v.variant, pa.scalar(config_variant(v.config)))
+
+
+# Rules that read a row's config and the `original` config of its split: what a lone file
+# cannot be checked against (`check_perturbed` runs only ROW_RULES).
+BUILD_RULES: tuple[Rule, ...] = (
+    Rule(
+        "variant_of_config",
+        "every row of a config carries that config's own variant",
+        None,
+        _wrong_variant,
+        lambda v, i: f"variant {show(v.variant, i)} in config {v.config!r}",
+    ),
+    Rule(
+        "id_in_original",
+        "every perturbed id appears in `original` (traceable to its source row)",
+        None,
+        _not_in_original,
+        lambda v, i: "id missing from original",
+    ),
+    Rule(
+        "original_fields_match",
+        "each row's source fields and original options equal its `original` row",
+        tuple(x for x in VARIANTS if x != "original"),
+        lambda v: np.logical_or.reduce([np.zeros(v.n, dtype=bool), *v.traced_differences.values()]),
+        _explain_fields,
+    ),
+)
+PERTURBED_RULES = ROW_RULES + BUILD_RULES
+
+
+def run_rules(rows: Rows, rules: Iterable[Rule], where: str) -> tuple[list[Violation], list[str]]:
+    """Violations of `rules` on `rows`, and the names of the rules that ran (those whose
+    scope holds a row: a config holds one variant, so most rules cost nothing)."""
+    out: list[Violation] = []
+    ran: list[str] = []
+    for rule in rules:
+        scope = rule.scope(rows)
+        if not scope.any():
+            continue
+        ran.append(rule.name)
+        for i in np.flatnonzero(scope & rule.broken(rows)):
+            item_id = str(rows.ids[int(i)].as_py())
+            out.append(Violation(where, int(i), item_id, rule.name, rule.explain(rows, int(i))))
+    return out, ran
+
+
 def check_perturbed(
     table: pa.Table, where: str, extra_na_texts: Iterable[str] = ()
 ) -> list[Violation]:
-    """All row-level invariants of a perturbed config (any variant).
-
-    Each rule has a scope (the rows of its variant) and is only evaluated when its scope is
-    non-empty: a config holds one variant, so most rules cost nothing.
-    """
-    ids = _strings(table, "id")
-    choices = ListColumn(table.column("choices"))
-    original = ListColumn(table.column("original_choices"))
-    answer = _ints(table, "answer")
-    orig_answer = _ints(table, "original_answer")
-    replaced = _ints(table, "replaced_index")
-    variant = _strings(table, "variant").fill_null("")
-    na_text = _strings(table, "na_text")
-    compared = normalise(choices.flat, fold=False)  # the audit's comparison text
-
-    @functools.cache
-    def stray_flagged() -> np.ndarray:
-        """Rows holding a flagged option (audit patterns, or an NA / AOTA text of the config)
-        anywhere but where its own inserted text stands."""
-        # a foreign key is another item's ordinary gold text, not an NA phrasing to look for
-        inserted_by = zip(na_text.to_pylist(), variant.to_pylist(), strict=True)
-        inserted = sorted({t for t, v in inserted_by if t is not None and v != FOREIGN_KEY})
-        phrases = {"has_none_option": (*extra_na_texts, *inserted)}
-        flagged = any_flagged(choices.flat, phrases)
-        row_of = np.repeat(np.arange(table.num_rows), choices.lengths)
-        own = as_bool_mask(pc.equal(choices.flat, na_text.take(pa.array(row_of, pa.int64()))))
-        return choices.per_row_any(flagged & ~own)
-
-    @functools.cache
-    def unreplaced_changed() -> np.ndarray:
-        """Rows where an option other than `replaced_index` differs from `original_choices`."""
-        changed = np.zeros(table.num_rows, dtype=bool)
-        for j in range(max(choices.width, original.width)):
-            differ = ~as_bool_mask(pc.equal(choices.column(j), original.column(j)))
-            changed |= differ & (replaced != j)
-        return changed | ~same_len
-
-    # Shared by several rules, computed on first use.
-    @functools.cache
-    def key_text() -> pa.Array:
-        return choices.at(answer)
-
-    @functools.cache
-    def gold_text() -> pa.Array:
-        return original.at(orig_answer)
-
-    @functools.cache
-    def na_count() -> np.ndarray:
-        return choices.count_equal(na_text)
-
-    @functools.cache
-    def prefix_ok() -> np.ndarray:
-        return choices.prefix_equal(original)
-
-    def is_variant(name: str) -> np.ndarray:
-        return as_bool_mask(pc.equal(variant, name))
-
-    def differs(a: pa.Array, b: pa.Array) -> np.ndarray:
-        return ~as_bool_mask(pc.equal(a, b))
-
-    def show(arr: pa.Array, i: int) -> str:
-        return repr(arr[i].as_py())
-
-    every = np.ones(table.num_rows, dtype=bool)
-    is_keyed, is_dist = is_variant("na_keyed"), is_variant("na_distractor")
-    is_orig, is_aota = is_variant("original"), is_variant("all_of_the_above")
-    same_len = choices.lengths == original.lengths
-    rules: list[tuple[str, np.ndarray, Callable[[], np.ndarray], Callable[[int], str]]] = [
-        (
-            "key_in_range",
-            every,
-            lambda: (answer < 0) | (answer >= choices.lengths),
-            lambda i: f"answer {answer[i]} not in [0, {choices.lengths[i]})",
-        ),
-        (
-            "choices_non_empty",
-            every,
-            lambda: choices.per_row_any(as_bool_mask(pc.equal(compared, ""))),
-            lambda i: "a choice is empty",
-        ),
-        (
-            "choices_distinct",
-            every,
-            lambda: choices.has_duplicates(compared),
-            lambda i: "two choices have the same text",
-        ),
-        (
-            "na_exactly_once",
-            is_keyed | is_dist | is_aota | is_variant(NA_KEYED_LAST) | is_variant(FOREIGN_KEY),
-            lambda: na_count() != 1,
-            lambda i: f"{show(na_text, i)} appears {na_count()[i]} times (expected exactly once)",
-        ),
-        (
-            "variant_known",
-            every,
-            lambda: ~as_bool_mask(pc.is_in(variant, pa.array(VARIANTS))),
-            lambda i: f"unknown variant {show(variant, i)} (known: {', '.join(VARIANTS)})",
-        ),
-        (
-            "no_flagged_option",
-            every,
-            stray_flagged,
-            lambda i: (
-                "an option other than the inserted one is an NA / all-type phrasing or "
-                "refers to other options"
-            ),
-        ),
-        (
-            "unreplaced_unchanged",
-            is_keyed | is_dist,
-            unreplaced_changed,
-            lambda i: (
-                f"an option other than replaced_index {replaced[i]} differs from original_choices"
-            ),
-        ),
-        (
-            "original_unchanged",
-            is_orig,
-            lambda: ~(same_len & prefix_ok()) | (answer != orig_answer),
-            lambda i: "original row differs from its source choices/answer",
-        ),
-        (
-            "na_keyed_key_is_na",
-            is_keyed,
-            lambda: differs(key_text(), na_text),
-            lambda i: f"key text is {show(key_text(), i)}, expected {show(na_text, i)}",
-        ),
-        (
-            "na_keyed_gold_absent",
-            is_keyed,
-            lambda: choices.count_equal(gold_text()) > 0,
-            lambda i: f"original gold text {show(gold_text(), i)} is still among the choices",
-        ),
-        (
-            "na_keyed_in_place",
-            is_keyed,
-            lambda: (replaced != orig_answer) | (answer != orig_answer),
-            lambda i: "NA must replace the gold option in place",
-        ),
-        (
-            "na_distractor_key_is_gold",
-            is_dist,
-            lambda: differs(key_text(), gold_text()) | (answer != orig_answer),
-            lambda i: (
-                f"key text is {show(key_text(), i)}, expected original gold {show(gold_text(), i)}"
-            ),
-        ),
-        (
-            "na_distractor_replaced_distractor",
-            is_dist,
-            lambda: (replaced == answer) | differs(choices.at(replaced), na_text),
-            lambda i: f"replaced_index {replaced[i]} must be a distractor now holding the NA text",
-        ),
-        (
-            "aota_appended",
-            is_aota,
-            lambda: (
-                (choices.lengths != original.lengths + 1)
-                | differs(choices.at(choices.lengths - 1), na_text)
-                | ~prefix_ok()
-            ),
-            lambda i: f"expected the original choices plus {show(na_text, i)} as the last option",
-        ),
-        (
-            "aota_key_unchanged",
-            is_aota,
-            lambda: answer != orig_answer,
-            lambda i: f"answer {answer[i]} != original answer {orig_answer[i]}",
-        ),
-        (
-            "ids_unique",
-            every,
-            lambda: first_repeats(ids),
-            lambda i: "id repeats an earlier row",
-        ),
-    ]
-    rules += placement_rules(
-        RowView(choices, original, answer, orig_answer, replaced, na_text, variant)
-    )
-    out: list[Violation] = []
-    for rule, scope, broken, explain in rules:
-        if not scope.any():
-            continue
-        for i in np.flatnonzero(scope & broken()):
-            out.append(Violation(where, int(i), str(ids[int(i)].as_py()), rule, explain(int(i))))
-    return out
-
-
-def check_ids_in_original(table: pa.Table, original_ids: pa.Array, where: str) -> list[Violation]:
-    """Every id of a perturbed config must also be in `original` (traceable to its source)."""
-    ids = _strings(table, "id")
-    missing = ~as_bool_mask(pc.is_in(ids, value_set=original_ids))
-    return [
-        Violation(
-            where, int(i), str(ids[int(i)].as_py()), "id_in_original", "id missing from original"
-        )
-        for i in np.flatnonzero(missing)
-    ]
-
-
-_TRACED = ("source", "subject", "question", "original_answer")
-
-
-def check_against_original(table: pa.Table, original: pa.Table, where: str) -> list[Violation]:
-    """Each row's `original_choices`, `original_answer` and item fields equal the `original`
-    config's row of the same id (ids missing there are `id_in_original`'s)."""
-    ids = _strings(table, "id")
-    pos = pc.index_in(ids, value_set=_strings(original, "id"))
-    found = ~np.asarray(pos.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    source = original.take(pos.fill_null(0)) if original.num_rows else None
-    if source is None or not found.any():
-        return []
-    differs: dict[str, np.ndarray] = {}
-    for name in _TRACED:
-        mine = table.column(name).combine_chunks()
-        theirs = source.column("answer" if name == "original_answer" else name).combine_chunks()
-        same = pc.or_kleene(
-            pc.equal(mine, theirs.cast(mine.type)),
-            pc.and_kleene(pc.is_null(mine), pc.is_null(theirs)),
-        )
-        differs[name] = ~as_bool_mask(same)
-    mine_choices = ListColumn(table.column("original_choices"))
-    theirs_choices = ListColumn(source.column("choices"))
-    differs["original_choices"] = ~(
-        (mine_choices.lengths == theirs_choices.lengths) & mine_choices.prefix_equal(theirs_choices)
-    )
-    out = []
-    for i in np.flatnonzero(found & np.logical_or.reduce(list(differs.values()))):
-        fields = ", ".join(k for k, mask in differs.items() if mask[i])
-        out.append(
-            Violation(
-                where,
-                int(i),
-                str(ids[int(i)].as_py()),
-                "original_fields_match",
-                f"{fields} differ(s) from the `original` row of this id",
-            )
-        )
-    return out
+    """All row-level invariants of a perturbed table (any variant, no build around it)."""
+    rows = Rows(table, extra_na_texts=tuple(extra_na_texts))
+    return run_rules(rows, ROW_RULES, where)[0]
 
 
 def summarise_violations(violations: Sequence[Violation], cap: int = 20) -> str:

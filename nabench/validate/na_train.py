@@ -9,15 +9,12 @@ below `evaluation/` and must not import it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from nabench.audit.contamination import EvalIndex
-from nabench.core.bounded_read import read_parquet
-from nabench.core.errors import NabenchError
-from nabench.validate.invariants import ValidationReport, Violation
+from nabench.validate.invariants import Violation
 
 Parse = Callable[[str, int], "str | None"]
 CONFIGS = ("sft", "dpo", "samples", "discarded")
@@ -186,24 +183,3 @@ def check_na_train(
     if eval_index is not None:
         out += check_contamination(tables, eval_index, samples, split)
     return out
-
-
-def validate_na_train_dir(path: Path, parse: Parse | None) -> ValidationReport:
-    """`nabench validate` on an na-train build: every invariant but the contamination check,
-    which needs the evaluation splits (the build ran it; see build.json `decontamination`)."""
-    if parse is None:
-        raise NabenchError(f"{path}: validating an na-train build needs the answer parser")
-    tables: dict[str, pa.Table] = {}
-    for config in CONFIGS:
-        files = sorted((path / config).glob("*.parquet"))
-        if files:
-            tables[config] = pa.concat_tables([read_parquet(f) for f in files])
-    if "samples" not in tables:
-        raise NabenchError(f"{path}: an na-train build without a samples config")
-    report = ValidationReport(files=len(tables), rows=sum(t.num_rows for t in tables.values()))
-    report.violations = check_na_train(tables, parse, None)
-    report.notes.append(
-        f"{path}: na-train build, {report.rows} rows in {', '.join(tables)}; contamination "
-        "against the evaluation splits was checked at build time (build.json)"
-    )
-    return report

@@ -1,50 +1,27 @@
 """Invariants of the variants that move or borrow the key: `na_keyed_last` (NA appended
 last, the other options in order) and `foreign_key` (another item's gold text in place).
 
-Each rule is (name, scope, broken-mask thunk, explanation), the shape `check_perturbed`
-evaluates; scopes are the rows of one variant, so a config of another variant costs nothing.
+Each is a `Rule` record (`validate.rows`) scoped to the rows of its variant, so a config of
+another variant costs nothing.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.core.arrow import ListColumn, as_bool_mask
+from nabench.core.arrow import as_bool_mask
+from nabench.validate.rows import FOREIGN_KEY, NA_KEYED_LAST, Rows, Rule, show
 
-Rule = tuple[str, np.ndarray, Callable[[], np.ndarray], Callable[[int], str]]
-NA_KEYED_LAST = "na_keyed_last"
-FOREIGN_KEY = "foreign_key"
-
-
-@dataclass(frozen=True)
-class RowView:
-    """The columns of a perturbed table the placement rules read."""
-
-    choices: ListColumn
-    original: ListColumn
-    answer: np.ndarray
-    orig_answer: np.ndarray
-    replaced: np.ndarray
-    na_text: pa.Array
-    variant: pa.Array
-
-    def scope(self, name: str) -> np.ndarray:
-        return as_bool_mask(pc.equal(self.variant, name))
-
-    def equal(self, a: pa.Array, b: pa.Array) -> np.ndarray:
-        return as_bool_mask(pc.equal(a, b))
+__all__ = ["FOREIGN_KEY", "NA_KEYED_LAST", "PLACEMENT_RULES"]
 
 
 def _norm(values: pa.Array) -> pa.Array:
     return pc.utf8_lower(pc.utf8_trim_whitespace(values))
 
 
-def last_order_ok(v: RowView) -> np.ndarray:
+def last_order_ok(v: Rows) -> np.ndarray:
     """Options 0..n-2 are the original options without the gold one, in their order."""
     ok = (v.choices.lengths == v.original.lengths) & (v.replaced == v.orig_answer)
     for j in range(max(v.choices.width - 1, 0)):
@@ -55,7 +32,7 @@ def last_order_ok(v: RowView) -> np.ndarray:
     return ok
 
 
-def others_unchanged(v: RowView) -> np.ndarray:
+def others_unchanged(v: Rows) -> np.ndarray:
     """Every option but the key's slot is the original option at that position."""
     ok = v.choices.lengths == v.original.lengths
     for j in range(v.choices.width):
@@ -65,64 +42,62 @@ def others_unchanged(v: RowView) -> np.ndarray:
     return ok
 
 
-def borrowed_is_foreign(v: RowView) -> np.ndarray:
+def borrowed_is_foreign(v: Rows) -> np.ndarray:
     """The inserted text equals none of the item's own original options (stripped, case-folded)."""
     norm_flat = _norm(v.original.flat)
     target = _norm(v.na_text.fill_null(""))
-    hit = np.zeros(len(v.answer), dtype=bool)
+    hit = np.zeros(v.n, dtype=bool)
     for j in range(v.original.width):
         hit |= v.equal(v.original.column(j, norm_flat), target)
     return ~hit & as_bool_mask(pc.is_valid(v.na_text))
 
 
-def placement_rules(v: RowView) -> list[Rule]:
-    """The rules of `na_keyed_last` and `foreign_key`."""
-    last, fk = v.scope(NA_KEYED_LAST), v.scope(FOREIGN_KEY)
-    key = v.choices.at(v.answer)
-    gold = v.original.at(v.orig_answer)
-
-    def show(arr: pa.Array, i: int) -> str:
-        return repr(arr[i].as_py())
-
-    return [
-        (
-            "na_keyed_last_key_is_last_na",
-            last,
-            lambda: (v.answer != v.choices.lengths - 1) | ~v.equal(key, v.na_text),
-            lambda i: f"key must be the last option holding {show(v.na_text, i)}",
+_LAST, _FK = (NA_KEYED_LAST,), (FOREIGN_KEY,)
+PLACEMENT_RULES: tuple[Rule, ...] = (
+    Rule(
+        "na_keyed_last_key_is_last_na",
+        "`na_keyed_last`: the key is the NA text, last",
+        _LAST,
+        lambda v: (v.answer != v.choices.lengths - 1) | ~v.equal(v.key_text, v.na_text),
+        lambda v, i: f"key must be the last option holding {show(v.na_text, i)}",
+    ),
+    Rule(
+        "na_keyed_last_gold_absent",
+        "`na_keyed_last`: the original gold text is gone",
+        _LAST,
+        lambda v: v.choices.count_equal(v.gold_text) > 0,
+        lambda v, i: f"original gold text {show(v.gold_text, i)} is still among the choices",
+    ),
+    Rule(
+        "na_keyed_last_order_kept",
+        "`na_keyed_last`: the other options keep their order",
+        _LAST,
+        lambda v: ~last_order_ok(v),
+        lambda v, i: "the options before NA must be the original non-gold options in order",
+    ),
+    Rule(
+        "foreign_key_in_place",
+        "`foreign_key`: the borrowed text replaces the gold in place, as key",
+        _FK,
+        lambda v: (
+            (v.answer != v.orig_answer)
+            | (v.replaced != v.orig_answer)
+            | ~v.equal(v.key_text, v.na_text)
         ),
-        (
-            "na_keyed_last_gold_absent",
-            last,
-            lambda: v.choices.count_equal(gold) > 0,
-            lambda i: f"original gold text {show(gold, i)} is still among the choices",
-        ),
-        (
-            "na_keyed_last_order_kept",
-            last,
-            lambda: ~last_order_ok(v),
-            lambda i: "the options before NA must be the original non-gold options in order",
-        ),
-        (
-            "foreign_key_in_place",
-            fk,
-            lambda: (
-                (v.answer != v.orig_answer)
-                | (v.replaced != v.orig_answer)
-                | ~v.equal(key, v.na_text)
-            ),
-            lambda i: f"the gold slot must hold the inserted text {show(v.na_text, i)} as key",
-        ),
-        (
-            "foreign_key_not_own_option",
-            fk,
-            lambda: ~borrowed_is_foreign(v),
-            lambda i: f"inserted text {show(v.na_text, i)} is one of the item's own options",
-        ),
-        (
-            "foreign_key_others_unchanged",
-            fk,
-            lambda: ~others_unchanged(v),
-            lambda i: "an option other than the key differs from the original",
-        ),
-    ]
+        lambda v, i: f"the gold slot must hold the inserted text {show(v.na_text, i)} as key",
+    ),
+    Rule(
+        "foreign_key_not_own_option",
+        "`foreign_key`: the borrowed text is none of the own options",
+        _FK,
+        lambda v: ~borrowed_is_foreign(v),
+        lambda v, i: f"inserted text {show(v.na_text, i)} is one of the item's own options",
+    ),
+    Rule(
+        "foreign_key_others_unchanged",
+        "`foreign_key`: every other option is unchanged",
+        _FK,
+        lambda v: ~others_unchanged(v),
+        lambda v, i: "an option other than the key differs from the original",
+    ),
+)

@@ -17,15 +17,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from nabench.core.errors import NabenchError
+from nabench.evaluation.items import build_items
+from nabench.evaluation.outputs import score_outputs
+from nabench.evaluation.producers import ModelProducer, StrategyProducer
+from nabench.evaluation.strategies import get_strategy
+from nabench.llm import Backend, ChatRequest, Completion, ResponseCache
 from nabench.perturb.artifacts.question_inference import (
     grouped_derangement,
     replace_test_question,
 )
 from nabench.pipelines.artifacts import build_artifacts
+from nabench.pipelines.question_inference import build_preset, infer_questions
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.schemas.protocol import get_protocol, protocols
@@ -184,6 +191,69 @@ def test_step2_keeps_one_row_per_step1_row(paper_build: BuildResult) -> None:
     assert dropped.num_rows == 20  # nabench's own protocol leaves them out
 
 
+class _Recorder(Backend):
+    """A nabench backend that answers "(A)" and keeps every prompt it was sent."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model_id = "recorder"
+        self.prompts: list[str] = []
+
+    def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.prompts += [str(r.prompt) for r in requests]
+        self.bounds = {(r.min_tokens, r.max_tokens) for r in requests}
+        return [Completion(text="(A)", finish_reason="stop") for _ in requests]
+
+
+def test_step1_decodes_5_to_200_new_tokens_as_the_authors(
+    paper_build: BuildResult, tmp_path: Path
+) -> None:
+    """Step 1 decoded at most 96 tokens with no minimum, whatever the build's protocol."""
+    backend = _Recorder()
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        infer_questions(paper_build.out, backend, cache, out=tmp_path / "qi", limit=2,
+                        progress=False)  # fmt: skip
+    assert backend.bounds == {(5, 200)}
+    manifest = json.loads((tmp_path / "qi" / "build.json").read_text())
+    qi = manifest["question_inference"]
+    assert (qi["min_tokens"], qi["max_tokens"]) == (5, 200)
+    # a build recorded before the bounds existed decodes as its preset states them today
+    old = {"name": "artifacts-paper", "artifacts": {"text": "raw", "qi_keep_missing": True}}
+    preset = build_preset({"protocol": old})
+    assert (preset.qi_step1_min_tokens, preset.qi_step1_max_tokens) == (5, 200)
+    assert build_preset({}).qi_step1_max_tokens == 96  # nabench's own
+
+
+def test_step2_items_without_a_question_are_never_sent_and_score_the_credit(
+    paper_build: BuildResult, tmp_path: Path
+) -> None:
+    """Kept without an inferred question (artifacts-paper), a step-2 item used to be sent
+    with an empty question and scored like any answer; the authors give it 0.25."""
+    full = pq.read_table(paper_build.out / "full" / "test-00000-of-00001.parquet").slice(0, 12)
+    ids = full.column("id").to_pylist()
+    inferred = [None if i % 3 == 0 else f"What is asked in item {i}?" for i in range(12)]
+    step2 = replace_test_question(full, inferred, ids, "qi_step2", text="raw", keep_missing=True)
+    items = build_items("qi_step2", step2.to_pandas())
+    missing = [q is None for q in inferred]
+    assert items.not_asked is not None and items.not_asked.tolist() == missing
+    backend = _Recorder()
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        produced = ModelProducer(backend, cache, progress=False).produce(items)
+    assert len(backend.prompts) == 8 and produced.calls == 8  # 4 of 12 not asked
+    assert all("Question: \nChoices:" not in p for p in backend.prompts)
+    paper = get_protocol("artifacts-paper")
+    assert paper.scoring is not None
+    rows = score_outputs(items, produced, "recorder", paper.scoring.invalid_score, paper.scoring)
+    gone = rows[np.array(missing)]
+    assert gone["invalid"].all() and not gone["correct"].any() and gone["not_asked"].all()
+    assert (gone["score"] == 0.25).all()
+    oracle = StrategyProducer(get_strategy("oracle"), answer_format="({})")
+    scored = score_outputs(items, oracle.produce(items), "oracle", 0.25, paper.scoring)
+    assert scored["score"].tolist() == [0.25 if m else 1.0 for m in missing]
+
+
 def test_random_question_control_stays_within_each_subject(paper_build: BuildResult) -> None:
     table = pq.read_table(paper_build.out / "full" / "test-00000-of-00001.parquet")
     subjects = table.column("subject").to_pylist()
@@ -198,10 +268,19 @@ def test_random_question_control_stays_within_each_subject(paper_build: BuildRes
 
 
 def test_protocol_registry_names_each_paper() -> None:
-    assert {"nabench", "na-paper", "artifacts-paper", "line-of-duty"} <= set(protocols())
+    names = {"nabench", "na-paper", "artifacts-paper", "line-of-duty", "line-of-duty-code"}
+    assert names <= set(protocols())
+    for name in names - {"nabench"}:  # a paper preset says where each of its settings is from
+        preset = protocols()[name]
+        stated = {f"{sec}.{k}" for sec in ("decoding", "scoring", "artifacts", "selfknow",
+                  "report") if (spec := getattr(preset, sec)) is not None
+                  for k in spec.model_fields_set}  # fmt: skip
+        assert stated <= set(preset.sources), (name, stated - set(preset.sources))
     paper = get_protocol("artifacts-paper")
     assert paper.decoding is not None and paper.scoring is not None
     assert (paper.decoding.min_tokens, paper.decoding.max_tokens) == (5, 200)
+    assert paper.artifacts is not None  # question-inference step 1 decodes 5-200 tokens too
+    assert (paper.artifacts.qi_step1_min_tokens, paper.artifacts.qi_step1_max_tokens) == (5, 200)
     assert paper.scoring.invalid_score == 0.25 and paper.scoring.answer_rule == "authors_prefix"
     na = get_protocol("na-paper")
     assert na.decoding is not None

@@ -18,6 +18,7 @@ from nabench.core.errors import NabenchError
 from nabench.llm import ResponseCache
 from nabench.pipelines.artifacts import build_artifacts
 from nabench.pipelines.question_inference import infer_questions
+from nabench.pipelines.rebuild import compare_with_rebuild
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.validate import validate_path
@@ -64,8 +65,14 @@ def _run_cli(built: Path, out: Path, cache: Path) -> str:
     return result.output
 
 
+def test_artifacts_build_equals_its_rebuild(small_build: BuildResult, mmlu_dir: Path) -> None:
+    assert compare_with_rebuild(small_build.out, str(mmlu_dir)) == []
+
+
 @pytest.mark.slow
-def test_two_step_question_inference_end_to_end(small_build: BuildResult, tmp_path: Path) -> None:
+def test_two_step_question_inference_end_to_end(
+    small_build: BuildResult, tmp_path: Path, mmlu_dir: Path
+) -> None:
     out, cache = tmp_path / "with-qi", tmp_path / "cache.sqlite"
     before = {p: p.read_bytes() for p in small_build.out.rglob("*") if p.is_file()}
     output = _run_cli(small_build.out, out, cache)
@@ -110,6 +117,8 @@ def test_two_step_question_inference_end_to_end(small_build: BuildResult, tmp_pa
         assert row["inserted_question"] == full[row["inserted_from"]]["question"].strip()
 
     assert validate_path(out).violations == []
+    # the model's configs cannot be rebuilt; every other row equals a rebuild from the source
+    assert compare_with_rebuild(out, str(mmlu_dir)) == []
     manifest = json.loads((out / "build.json").read_text())
     qi = manifest["question_inference"]
     assert qi["items"] == 20 and qi["inferred"] == len(step2) and qi["backend"] == "local"

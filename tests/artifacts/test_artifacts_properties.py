@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import CHEAP, COSTLY
 
 from nabench.core.rng import item_rng
 from nabench.perturb.artifacts import (
@@ -61,6 +62,7 @@ def builds(draw: st.DrawFn) -> tuple[pa.Table, pa.Table, int, dict[str, pa.Table
     return test, pool, k, tables
 
 
+@COSTLY
 @given(builds())
 def test_every_build_passes_the_validator(
     data: tuple[pa.Table, pa.Table, int, dict[str, pa.Table]],
@@ -73,6 +75,7 @@ def test_every_build_passes_the_validator(
         assert check_artifacts(table, name, k=k, questions=questions, schema=False) == []
 
 
+@COSTLY
 @given(builds())
 def test_layout_invariants(data: tuple[pa.Table, pa.Table, int, dict[str, pa.Table]]) -> None:
     test, pool, k, tables = data
@@ -120,6 +123,7 @@ def test_layout_invariants(data: tuple[pa.Table, pa.Table, int, dict[str, pa.Tab
             assert sum(golds) == k // 2
 
 
+@COSTLY
 @given(builds(), st.integers(0, 3), st.sampled_from(["reveal", "stop", "drop_shot", "target"]))
 def test_tampering_is_always_reported(
     data: tuple[pa.Table, pa.Table, int, dict[str, pa.Table]], pick: int, how: str
@@ -143,6 +147,7 @@ def test_tampering_is_always_reported(
     assert any(v.row == row for v in violations)
 
 
+@CHEAP
 @given(st.integers(2, 60), st.integers(0, 2**31))
 def test_derangement_has_no_fixed_point(n: int, seed: int) -> None:
     perm = seeded_derangement(n, item_rng(seed, "toy/test", "qi_random_question"))
@@ -151,6 +156,7 @@ def test_derangement_has_no_fixed_point(n: int, seed: int) -> None:
     assert perm == seeded_derangement(n, item_rng(seed, "toy/test", "qi_random_question"))
 
 
+@CHEAP
 @given(st.text(max_size=40), st.text(max_size=40))
 def test_inferred_question_is_the_text_before_answer(head: str, tail: str) -> None:
     assert extract_inferred_question(head.replace("Answer:", "")) is None
@@ -159,6 +165,7 @@ def test_inferred_question_is_the_text_before_answer(head: str, tail: str) -> No
     assert got == (stripped or None)
 
 
+@COSTLY
 @given(builds(), st.lists(QUESTION, min_size=4, max_size=4))
 def test_step2_changes_only_the_test_question(
     data: tuple[pa.Table, pa.Table, int, dict[str, pa.Table]], new_questions: list[str]

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import MODERATE
 
 from nabench.audit.eligibility import audit_items
 from nabench.audit.patterns import PATTERN_REASONS, flag_options, option_patterns, text_reasons
@@ -210,24 +211,28 @@ def _batch(strategy: st.SearchStrategy[str]) -> st.SearchStrategy[list[str]]:
     return st.lists(strategy.flatmap(obfuscated), min_size=1, max_size=10)
 
 
+@MODERATE
 @given(_batch(NA_PHRASES))
 def test_grammar_na_phrasings(texts: list[str]) -> None:
     for text, reasons in zip(texts, _reasons(texts), strict=True):
         assert NONE in reasons, repr(text)
 
 
+@MODERATE
 @given(_batch(ALL_PHRASES))
 def test_grammar_all_phrasings(texts: list[str]) -> None:
     for text, reasons in zip(texts, _reasons(texts), strict=True):
         assert ALL in reasons, repr(text)
 
 
+@MODERATE
 @given(_batch(letter_refs()))
 def test_grammar_letter_references(texts: list[str]) -> None:
     for text, reasons in zip(texts, _reasons(texts), strict=True):
         assert reasons, repr(text)
 
 
+@MODERATE
 @given(_batch(st.one_of(STATEMENTS, CONTENT)))
 def test_grammar_content_is_not_flagged(texts: list[str]) -> None:
     for text, reasons in zip(texts, _reasons(texts), strict=True):

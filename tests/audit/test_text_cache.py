@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import MODERATE
 
 from nabench.audit import patterns
 from nabench.audit.patterns import clear_text_cache, flag_options, normalise, normalise_text
@@ -28,6 +29,7 @@ def _fresh(values: list[str | None]) -> tuple[list[str | None], list[str | None]
             {k: v.tolist() for k, v in flag_options(arr).items()})  # fmt: skip
 
 
+@MODERATE
 @given(st.lists(TEXTS, max_size=20), st.lists(TEXTS, max_size=20))
 def test_cached_answers_equal_fresh_ones(before: list, values: list) -> None:
     expected = _fresh(values)

@@ -135,13 +135,14 @@ def test_na_paper_decoding_on_the_real_model_yields_per_token_confidence(
     from nabench.evaluation.outputs import score_outputs
     from nabench.evaluation.producers import ModelProducer
     from nabench.llm import ResponseCache
-    from nabench.llm.options import make_backend
+    from nabench.llm.options import open_backend
+    from nabench.schemas.model import ModelSpec
 
     na = get_protocol("na-paper")
     assert na.decoding is not None and na.scoring is not None
     df = pd.read_parquet(next((built / "original").glob("test-*.parquet")))
     items = build_items("original", df, limit=3)
-    backend = make_backend("local", None, None, 1, {"n_threads": 2})
+    backend = open_backend(ModelSpec(options={"n_threads": 2}))
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         producer = ModelProducer(
             backend,

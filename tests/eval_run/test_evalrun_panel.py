@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 from testdeps import require
 
-from nabench.cli import main as nabench_main
 from nabench.cli.evaluation import eval_cmd, report_cmd
 
 STRATEGY_NAMES = ("always-a", "majority", "longest", "oracle")
@@ -30,11 +29,8 @@ def _invoke(cmd: Any, args: list[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> Path:
-    out = tmp_path_factory.mktemp("mmlu200") / "mmlu-na"
-    args = ["build", "mmlu-na", "--source", str(mmlu_dir), "--labels", "none", "--limit", "200"]
-    _invoke(nabench_main, [*args, "--out", str(out), "--quiet"])
-    return out
+def built(mmlu_na_200: Path) -> Path:
+    return mmlu_na_200  # the session's `--limit 200` build (tests/fixtures/builds.py)
 
 
 @pytest.fixture(scope="module")

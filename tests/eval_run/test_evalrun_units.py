@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import CHEAP
 
 from nabench.core.errors import NabenchError
 from nabench.evaluation.panel import make_panel
@@ -114,6 +115,7 @@ def test_renormalise_without_any_option_letter_is_none() -> None:
     assert renormalise(option_logprobs([("The", -0.1), ("I", -2.0)], 4)) is None
 
 
+@CHEAP
 @given(
     st.lists(st.floats(-30, 0, allow_nan=False), min_size=2, max_size=6),
     st.floats(-20, 20, allow_nan=False),
@@ -174,11 +176,14 @@ def test_generate_parse_score_and_summary(tmp_path: Path) -> None:
     s = res.summary
     got = (s["n"], s["calls"], s["cache_hits"], s["model"], s["config"])
     assert got == (3, 3, 0, "fixed/model", "original")
-    assert s["accuracy"] == pytest.approx((1 + 0 + 0.25) / 3)
+    assert s["accuracy"] == pytest.approx(1 / 3)  # strict: the invalid answer is wrong
+    assert s["score"] == pytest.approx((1 + 0 + 0.25) / 3)  # the credit lives in `score`
     assert s["invalid_rate"] == pytest.approx(1 / 3)
     assert s["majority_baseline"] == pytest.approx(1 / 3)
-    assert s["ci_method"] == "bootstrap"  # partial credit present
+    assert s["ci_method"] == "wilson"  # accuracy is 0/1 per item
+    assert s["score_ci_method"] == "bootstrap"  # partial credit present
     assert s["ci_low"] <= s["accuracy"] <= s["ci_high"]
+    assert s["score_ci_low"] <= s["score"] <= s["score_ci_high"]
     on_disk = json.loads(res.summary_path.read_text())
     assert on_disk["accuracy"] == pytest.approx(s["accuracy"])
     df = pd.read_parquet(res.parquet)
@@ -187,8 +192,8 @@ def test_generate_parse_score_and_summary(tmp_path: Path) -> None:
     assert df["raw_output"].tolist() == ["blah\nAnswer: A", "Answer: (C)", "no idea"]
     assert df["correct"].tolist() == [True, False, False]
     strict = evaluate_config(items, Fixed(), tmp_path / "strict", invalid_credit=0.0)  # type: ignore[arg-type]
-    assert strict.summary["accuracy"] == pytest.approx(1 / 3)
-    assert strict.summary["ci_method"] == "wilson"
+    assert strict.summary["accuracy"] == strict.summary["score"] == pytest.approx(1 / 3)
+    assert strict.summary["score_ci_method"] == "wilson"
 
 
 def test_prior_config_scored_per_item() -> None:

@@ -1,8 +1,9 @@
 """report.html in a real browser (Debian's chromium driven by Playwright, no download):
 the headline numbers equal report.json, the outcome filter shows exactly the ids a pandas
 computation over the result parquet files finds, an item opens by its link (options, key,
-inserted NA text, answers, raw output), keyboard, narrow and dark views work, and the page
-makes no network request.
+inserted NA text, answers, raw output), keyboard, narrow and dark views work, the page
+makes no network request, and a harness run (lm-eval --log_samples) is on the page like
+every run of report.json.
 
 Data: a real MMLU-NA build of the dev split (285 items, 57 subjects), a reference
 strategy run by `nabench eval`, and five seeded model runs written in the on-disk
@@ -204,6 +205,19 @@ def test_outcome_filter_matches_pandas(report_dir: Path, page: tuple[Any, list[s
     assert len(requests) == 1
 
 
+def test_tables_fit_their_column(report_dir: Path, page: tuple[Any, list[str]]) -> None:
+    """At a laptop's width every table fits the page's column: no box scrolls sideways
+    (the headline table overflowed it, its run names and headers on one line)."""
+    pg, _ = page
+    _open(pg, report_dir)
+    over = pg.evaluate(
+        """[...document.querySelectorAll('.scroll')].filter(e => e.scrollWidth > e.clientWidth)
+             .map(e => e.querySelector('table').id + ' ' + e.scrollWidth + '>' + e.clientWidth)"""
+    )
+    assert over == []
+    assert pg.locator("#headline th", has_text="invalid_share_variant").count() == 1
+
+
 def test_item_link_keyboard_narrow_dark(
     report_dir: Path, page: tuple[Any, list[str]], tmp_path: Path
 ) -> None:
@@ -243,3 +257,48 @@ def test_item_link_keyboard_narrow_dark(
     bg = pg.evaluate("getComputedStyle(document.body).backgroundColor")
     assert sum(int(x) for x in bg[bg.index("(") + 1 : -1].split(",")[:3]) < 3 * 60
     assert len(requests) == 1
+
+
+@pytest.fixture(scope="module")
+def harness_report(report_dir: Path) -> Path:
+    """`nabench report` over the nabench runs and a real lm-eval `--log_samples` run (its
+    `dummy` model: random log-likelihoods, no weights) of the same build."""
+    import subprocess
+    import sys
+
+    logs = report_dir / "lm-eval"
+    tasks = "nabench_mmlu_na_original,nabench_mmlu_na_na_keyed"
+    offline = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "run", "--include_path",
+         str(report_dir / "mmlu-na" / "lm_eval"), "--tasks", tasks, "--model", "dummy",
+         "--limit", "12", "--log_samples", "--output_path", str(logs)],
+        capture_output=True, text=True, env=offline, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    out = report_dir / "report-harness"
+    _invoke(report_cmd, [str(report_dir / "results"), str(logs), "--out", str(out)])
+    return out
+
+
+def test_harness_runs_are_on_the_page(
+    report_dir: Path, harness_report: Path, page: tuple[Any, list[str]]
+) -> None:
+    pg, requests = page
+    data = json.loads((harness_report / "report.json").read_text())
+    runs = [*data["models"], *data["baselines"]]
+    assert "lm-eval__dummy" in runs and len(runs) == len(MODELS) + 2
+    pg.goto((harness_report / "report.html").as_uri())
+    _expect(pg.locator("body")).to_have_attribute("data-ready", "1", timeout=30_000)
+    shown = pg.eval_on_selector_all(
+        "#runs tbody td[data-col='run']", "cells => cells.map(c => c.textContent)"
+    )
+    assert sorted(shown) == sorted(runs)
+    options = pg.eval_on_selector_all("#f-model option", "os => os.map(o => o.value)")
+    assert set(runs) <= set(options)
+    # the item browser holds the harness run's answers (lm-eval ran the first 12 items)
+    item = _rows(report_dir / "mmlu-na", "original")["id"].iloc[0]
+    pg.goto((harness_report / "report.html").as_uri() + f"#item={item}")
+    cell = pg.locator("#answers td[data-run='lm-eval__dummy'][data-config='original']")
+    assert cell.count() == 1 and cell.inner_text().strip()
+    assert set(requests) == {(harness_report / "report.html").as_uri()}

@@ -187,15 +187,22 @@ def test_p_values_are_never_rounded_to_zero(panel28: tuple[Path, np.ndarray, np.
 
 
 def test_two_runs_of_one_model_with_different_names(tmp_path: Path) -> None:
+    """Folders of one name under two roots are named by root; one model (backend + id)
+    is one panel member: of its two runs the one covering more items is used, and said."""
     rng = np.random.default_rng(3)
     root = tmp_path / "res"
-    for run in ("smol-local", "smol-server"):
+    for run, backend in (("smol-local", "local"), ("smol-server", "openai")):
         for config in ("original", "na_keyed"):
-            _write_run(root, run, config, (rng.random(40) < 0.5) * 1.0, model="SmolLM2")
+            _write_run(root, run, config, (rng.random(40) < 0.5) * 1.0, model="SmolLM2",
+                       backend=backend)  # fmt: skip
     other = tmp_path / "other"
     _write_run(other, "smol-local", "original", np.ones(40), model="SmolLM2")
     rep = write_report([root, other], tmp_path / "r", plots=False)
-    assert set(rep.results.runs) == {"res/smol-local", "smol-server", "other/smol-local"}
+    assert set(rep.results.runs) == {"res/smol-local", "smol-server"}
+    assert rep.notes == [
+        "model local SmolLM2: used run res/smol-local (80 answers); left out its other run(s) "
+        "other/smol-local (40 answers)"
+    ]
     head = rep.tables["headline"]
     assert sorted(head["run"]) == ["res/smol-local", "smol-server"]
     assert set(head["model"]) == {"SmolLM2"}
@@ -364,7 +371,7 @@ def test_artifacts_paper_protocol_t_test_and_kappa(
         t, p = _pooled_t_greater(x, base)
         row = rows[key]
         assert row["n"] == scored and row["n_baseline"] == n
-        assert row["accuracy"] == pytest.approx(x.mean())
+        assert row["score"] == pytest.approx(x.mean())
         assert row["majority_letter"] == "A" and row["majority_baseline"] == base.mean()
         assert row["t"] == pytest.approx(t)
         assert row["p_value"] == pytest.approx(p, rel=1e-6)

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from nabench.cli import main as nabench_main
 from nabench.cli.evaluation import eval_cmd
+from nabench.core.errors import NabenchError
 from nabench.evaluation.run_identity import RUN_FILE, resolve_run_dir, write_settings
-from nabench.llm import local_server
 
 
 def _invoke(cmd: Any, args: list[str], ok: bool = True) -> str:
@@ -65,6 +65,29 @@ def test_second_run_with_other_settings_is_refused_or_renamed(built: Path, tmp_p
     assert (out / "o" / "original.parquet").stat().st_mode & 0o777 == 0o644
 
 
+def test_a_damaged_run_record_is_one_line_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / RUN_FILE).write_text("{not json")
+    with pytest.raises(NabenchError, match=r"run\.json: invalid JSON"):
+        resolve_run_dir(tmp_path, "m", "m", {"model": "m"})
+    (tmp_path / "m" / RUN_FILE).write_text("[]")
+    with pytest.raises(NabenchError, match="not a run record"):
+        resolve_run_dir(tmp_path, "m", "m", {"model": "m"})
+
+
+def test_run_json_records_the_engine_outside_the_identity(built: Path, tmp_path: Path) -> None:
+    out = tmp_path / "res"
+    base = [str(built), "--backend", "reference", "--model", "oracle", "--out", str(out),
+            "--config", "original", "--limit", "3", "--run-name", "o"]  # fmt: skip
+    _invoke(eval_cmd, base)
+    record = json.loads((out / "o" / RUN_FILE).read_text())
+    assert record["engine"] == {"engine": "local"}
+    assert "engine" not in record["settings"]
+    # a reference strategy calls no model: another engine is refused, not ignored
+    msg = _invoke(eval_cmd, [*base, "--engine", "ray"], ok=False)
+    assert "--engine local" in msg and "Traceback" not in msg
+
+
 @pytest.mark.parametrize("config", ["excluded", "labels"])
 def test_eval_refuses_non_item_configs(built: Path, tmp_path: Path, config: str) -> None:
     args = [str(built), "--backend", "reference", "--model", "oracle", "--config", config,
@@ -74,7 +97,9 @@ def test_eval_refuses_non_item_configs(built: Path, tmp_path: Path, config: str)
 
 
 @pytest.mark.slow
-def test_openai_run_after_local_run_makes_real_calls(built: Path, tmp_path: Path) -> None:
+def test_openai_run_after_local_run_makes_real_calls(
+    built: Path, tmp_path: Path, llama_server: str
+) -> None:
     """The server serves the same GGUF under the same model id as the local backend: the
     openai run must not be answered from the local run's cache, and must get its own run."""
     out, cache = tmp_path / "res", tmp_path / "cache.sqlite"
@@ -84,8 +109,8 @@ def test_openai_run_after_local_run_makes_real_calls(built: Path, tmp_path: Path
     (local_dir,) = [p for p in out.iterdir() if p.is_dir()]
     local = json.loads((local_dir / "original.summary.json").read_text())
     assert local["calls"] == 3
-    with local_server() as url:
-        printed = _invoke(eval_cmd, [*common, "--backend", "openai", "--base-url", url])
+    url = llama_server
+    printed = _invoke(eval_cmd, [*common, "--backend", "openai", "--base-url", url])
     runs = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert runs == [local_dir.name, f"{local_dir.name}__openai"]
     served = json.loads((out / runs[1] / "original.summary.json").read_text())

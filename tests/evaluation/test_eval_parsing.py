@@ -11,6 +11,7 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import CHEAP
 
 from nabench.evaluation.parsing import (
     INVALID,
@@ -58,7 +59,7 @@ def test_option_listing_then_statement_is_the_statement() -> None:
         ("Answer: (B) because A is wrong", 4, "B"),
         ("Answer: I think it's B", 4, None),  # "I" is a token but beyond D
         ("Answer: I think it's B", 10, "I"),  # ...and a valid label with 10 choices
-        ("Answer: (c)", 4, None),  # lowercase is never a label
+        ("Answer: (c)", 4, "C"),  # lowercase after an answer key, wrapped
         ("Answer:\n\n  C)", 4, "C"),
         ("Answer: (C).", 4, "C"),
         ("Answer: C, since", 4, "C"),
@@ -118,6 +119,7 @@ def test_letter_code_round_trip() -> None:
         letters_to_codes(["a"])
 
 
+@CHEAP
 @given(text=st.text(), n=st.integers(1, 26))
 def test_parser_never_raises(text: str, n: int) -> None:
     letter = parse_answer(text, n)
@@ -131,6 +133,7 @@ no_marker = st.text().filter(
 )
 
 
+@CHEAP
 @given(
     n=st.integers(1, 26),
     data=st.data(),
@@ -149,6 +152,7 @@ def test_round_trip_after_marker(
     assert parse_answer(text, n) == letter
 
 
+@CHEAP
 @given(
     n=st.integers(1, 26),
     data=st.data(),
@@ -168,6 +172,7 @@ def test_leading_word_is_no_label(text: str) -> None:
     assert parse_answer(text, 26) is None
 
 
+@CHEAP
 @given(
     n=st.integers(1, 26),
     digit=st.integers(1, 9),
@@ -179,11 +184,19 @@ def test_digits_map_to_letters(n: int, digit: int, form: str, boundary: str) -> 
     assert parse_answer(f"Answer: {form.format(digit)}{boundary}", n) == expected
 
 
+@CHEAP
 @given(letter=st.sampled_from(string.ascii_lowercase), form=st.sampled_from(FORMS))
-def test_lowercase_is_invalid(letter: str, form: str) -> None:
-    assert parse_answer(f"Answer: {form.format(letter)}", 26) is None
+def test_lowercase_after_answer_key_is_its_letter(letter: str, form: str) -> None:
+    assert parse_answer(f"Answer: {form.format(letter)}", 26) == letter.upper()
 
 
+@CHEAP
+@given(letter=st.sampled_from(string.ascii_lowercase), form=st.sampled_from(FORMS))
+def test_lowercase_without_answer_key_is_invalid(letter: str, form: str) -> None:
+    assert parse_answer(form.format(letter), 26) is None
+
+
+@CHEAP
 @given(
     texts=st.lists(
         st.one_of(st.text(max_size=30), st.sampled_from(["Answer: B", "(C)", "Answer: 2"])),

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from property_settings import CHEAP
 from scipy import stats as sps
 
 from nabench.stats.reliability import (
@@ -87,6 +88,7 @@ def test_kr20_by_group_matches_submatrices() -> None:
         kr20_by_group(x, groups[:-1])
 
 
+@CHEAP
 @given(
     column=st.lists(st.sampled_from([0.0, 1.0]), min_size=2, max_size=60),
     k=st.integers(2, 30),
@@ -101,6 +103,7 @@ def test_identical_items_give_kr20_one(column: list[float], k: int) -> None:
         assert math.isnan(kr20(x))
 
 
+@CHEAP
 @given(
     column=st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=2, max_size=40),
     k=st.integers(2, 10),
@@ -166,6 +169,7 @@ def test_discrimination_signs() -> None:
         discrimination_index([[1, 0]])
 
 
+@CHEAP
 @given(
     x=hnp.arrays(
         np.float64,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import CHEAP
 from scipy import stats as sps
 
 from nabench.evaluation.parsing import INVALID, parse_answer
@@ -33,6 +34,7 @@ def test_generation_score_examples() -> None:
         score_codes([0, 1], [0])
 
 
+@CHEAP
 @given(
     text=st.one_of(st.text(), st.sampled_from(["Answer: A", "Answer: (B)", "C", "Answer: x"])),
     gold=st.sampled_from("ABCD"),
@@ -46,6 +48,7 @@ def test_partial_credit_only_for_invalid(text: str, gold: str, credit: float) ->
     assert score in ((1.0, 0.0) if pred is not None else (credit,))
 
 
+@CHEAP
 @given(
     pairs=st.lists(st.tuples(st.integers(-1, 3), st.integers(0, 3)), max_size=50),
     credit=st.sampled_from([0.0, 0.25]),
@@ -75,6 +78,7 @@ def test_individual_prior_examples() -> None:
     assert got.tolist() == [0.5, 0.25, 0.0]
 
 
+@CHEAP
 @given(
     rows=st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=30),
     data=st.data(),

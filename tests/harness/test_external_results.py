@@ -104,12 +104,14 @@ def test_lm_eval_results_reach_the_report_beside_a_nabench_run(
     # the page's tables show the harness runs; its item browser reads nabench run folders only
     assert "lm-eval__dummy" in (out / "report.html").read_text("utf-8")
     rows = [r for r in report["configs"] if r["config"] == "original"]
-    assert sorted(r["run"] for r in rows) == [
-        "lm-eval__dummy",
-        "lm-eval__dummy__gen",
-        "reference_always-a",
-    ]
+    # the harness's loglik and generate runs are one model: the one covering more items
+    # (two configs) is the panel member, the other is named
+    assert sorted(r["run"] for r in rows) == ["lm-eval__dummy", "reference_always-a"]
     assert all(r["n"] == N for r in rows)
+    assert report["notes"] == [
+        f"model lm-eval/dummy dummy: used run lm-eval__dummy ({2 * N} answers); left out its "
+        f"other run(s) lm-eval__dummy__gen ({N} answers)"
+    ]
 
 
 @pytest.mark.parametrize("answer", [-1, 4, True])

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from click.testing import CliRunner
 
 from nabench.cli import main
 from nabench.evaluation.external import read_external
-from nabench.llm import SMOLLM2_ID, default_hf_dir, local_server
+from nabench.llm import SMOLLM2_ID, default_hf_dir
 
 pytestmark = pytest.mark.slow
 
@@ -69,12 +68,6 @@ def _lm_eval_hf(build: Path, tasks: str, limit: int, out: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with local_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
 def lm_eval_mmlu(mmlu_na: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("lm-eval-mmlu")
     tasks = "nabench_mmlu_na_original,nabench_mmlu_na_na_keyed"
@@ -101,12 +94,12 @@ def test_lm_eval_group_on_arc_reports_one_accuracy_per_config(arc_na: Path, tmp_
 def test_three_harnesses_one_report(
     mmlu_na: Path,
     lm_eval_mmlu: Path,
-    server: str,
+    llama_server: str,
     inspect_entry_point: None,
     tmp_path: Path,
 ) -> None:
     logs = tmp_path / "inspect"
-    env = {**OFFLINE, "LLAMACPP_BASE_URL": server, "LLAMACPP_API_KEY": "none"}
+    env = {**OFFLINE, "LLAMACPP_BASE_URL": llama_server, "LLAMACPP_API_KEY": "none"}
     _run([sys.executable, "-m", "inspect_ai", "eval", "nabench/mcq", "-T", f"dataset={mmlu_na}",
           "-T", "config=original", "--model", f"openai-api/llamacpp/{SMOLLM2_ID}",
           "--limit", str(N), "--max-tokens", "16", "--log-dir", str(logs), "--display", "none"],
@@ -118,7 +111,7 @@ def test_three_harnesses_one_report(
     res = runner.invoke(
         main,
         ["eval", str(mmlu_na), "--config", "original", "--prompt-format", "lm-eval",
-         "--backend", "openai", "--base-url", server, "--model", SMOLLM2_ID,
+         "--backend", "openai", "--base-url", llama_server, "--model", SMOLLM2_ID,
          "--limit", str(N), "--out", str(ours), "--cache", str(tmp_path / "c.sqlite"), "--quiet"],
     )  # fmt: skip
     assert res.exit_code == 0, res.output

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -24,6 +25,7 @@ MC_CONFIGS = (
     "na_keyed__no_valid_options",
     "na_keyed__none_of_the_options_given_is_correct",
     "na_distractor",
+    "na_mixed",
     "all_of_the_above",
 )
 
@@ -44,8 +46,8 @@ def test_every_mc_config_gets_a_task_listed_in_manifest_and_card(mmlu_na: Path) 
         assert task["task"] == f"{GROUP}_{config}"
         assert task["metadata"]["nabench_config"] == config
         assert task["metadata"]["version"] == manifest["recipe"]["version"] == RECIPE_VERSION
-        data = Path(task["dataset_kwargs"]["data_files"]["test"])
-        assert data.is_absolute() and data == mmlu_na / config / "test-00000-of-00001.parquet"
+        data = Path(task["dataset_kwargs"]["data_files"]["test"])  # no path of this machine
+        assert not data.is_absolute() and data == Path(config, "test-00000-of-00001.parquet")
         assert (
             _yaml(tasks / f"{GROUP}_{config}_gen.yaml")["include"] == "_nabench_gen_template_yaml"
         )
@@ -64,8 +66,12 @@ def test_every_mc_config_gets_a_task_listed_in_manifest_and_card(mmlu_na: Path) 
     assert f"--tasks {GROUP}" in card and f"`{GROUP}_na_keyed`" in card
 
 
-def test_the_harness_renders_the_mmlu_layout_for_four_and_five_options(mmlu_na: Path) -> None:
+def test_the_harness_renders_the_mmlu_layout_for_four_and_five_options(
+    mmlu_na: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lm_eval.tasks import TaskManager
+
+    monkeypatch.chdir(mmlu_na)  # the build's own tasks run from the build folder (its card)
 
     tm = TaskManager(include_path=str(mmlu_na / "lm_eval"))
     loaded = tm.load(GROUP)
@@ -116,10 +122,17 @@ def test_export_cli_writes_the_same_tasks_and_refuses_bad_input(
     runner = CliRunner()
     res = runner.invoke(main, ["export", "lm-eval", str(mmlu_na), "--out", str(tmp_path / "t")])
     assert res.exit_code == 0, res.output
-    assert f"group {GROUP} (7 task(s))" in res.output
-    exported = {p.name: p.read_bytes() for p in (tmp_path / "t").iterdir()}
-    built = {p.name: p.read_bytes() for p in (mmlu_na / "lm_eval").iterdir()}
-    assert exported == built
+    assert f"group {GROUP} (8 task(s))" in res.output
+    exported = {p.name: _yaml(p) for p in (tmp_path / "t").iterdir()}
+    built = {p.name: _yaml(p) for p in (mmlu_na / "lm_eval").iterdir()}
+    assert exported.keys() == built.keys()
+    for name, task in built.items():  # the same tasks, reading the build by absolute path
+        files = (task.get("dataset_kwargs") or {}).get("data_files")
+        if files:
+            task["dataset_kwargs"]["data_files"] = {
+                s: str(mmlu_na.resolve() / f) for s, f in files.items()
+            }
+        assert exported[name] == task, name
     bad = runner.invoke(main, ["export", "lm-eval", str(tmp_path / "nope"), "--out", "x"])
     assert bad.exit_code != 0 and "neither a build folder nor a Hub id" in bad.output
     rev = runner.invoke(main, ["export", "lm-eval", str(mmlu_na), "--revision", "v1", "--out", "x"])

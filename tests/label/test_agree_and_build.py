@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
+from fixtures.scripted import chat_body
 
 from nabench.cli import main
 from nabench.label.agree import agreement
+from nabench.label.guideline import format_item, load_guideline
+from nabench.sources import get_source
 
 
 def _write(path: Path, rows: list[tuple[str, object]]) -> Path:
@@ -41,13 +46,19 @@ def test_agreement_matches_a_hand_computed_kappa(tmp_path: Path) -> None:
     assert json.loads(out.output)["kappa"] == pytest.approx(0.4)
 
 
-def test_build_with_llm_labels_publishes_labels_and_quarantines(
-    mmlu_dir: Path, tmp_path: Path
-) -> None:
+FILE = "test-00000-of-00001.parquet"
+
+
+def _labelled_build(
+    mmlu_dir: Path, tmp_path: Path, llm: dict[str, Any] | None = None
+) -> tuple[Path, Any]:
+    """Build 12 MMLU items with LLM labels (the recipe's local backend unless `llm`)."""
     recipe = yaml.safe_load(
         (Path(__file__).resolve().parents[2] / "nabench/recipes/mmlu-na.yaml").read_text()
     )
     recipe["variants"][1]["na_texts"] = ["None of the above"]
+    if llm is not None:
+        recipe["labels"]["llm"].update(llm)
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(recipe))
     out = tmp_path / "o"
@@ -64,7 +75,15 @@ def test_build_with_llm_labels_publishes_labels_and_quarantines(
         str(tmp_path / "c.sqlite"),
         "--quiet",
     ]
-    result = CliRunner().invoke(main, args)
+    return out, CliRunner().invoke(main, args)
+
+
+@pytest.mark.slow
+def test_build_with_llm_labels_publishes_labels_and_quarantines(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """End to end on the real SmolLM2 (the local backend loads the model: slow)."""
+    out, result = _labelled_build(mmlu_dir, tmp_path)
     assert result.exit_code == 0, result.output
     labels = pq.read_table(out / "labels" / "test-00000-of-00001.parquet").to_pylist()
     excluded = pq.read_table(out / "excluded" / "test-00000-of-00001.parquet").to_pylist()
@@ -85,3 +104,51 @@ def test_build_with_llm_labels_publishes_labels_and_quarantines(
     assert manifest["labels"]["guideline_version"] == labels[0]["guideline_version"]
     card = (out / "README.md").read_text()
     assert labels[0]["guideline_version"] in card
+
+
+def _verdict(user_message: str) -> str:
+    """The scripted labeler's answer for an item, fixed by its text: applicable,
+    not applicable, or output that is never valid JSON."""
+    return ("applicable", "not_applicable", "invalid")[zlib.crc32(user_message.encode()) % 3]
+
+
+def test_scripted_labels_decide_exactly_which_items_are_built(
+    mmlu_dir: Path, tmp_path: Path, scripted_server: Any
+) -> None:
+    """The labels-to-build logic with chosen labels (a scripted OpenAI-compatible server),
+    so every branch is exercised on every run, not only those SmolLM2 happens to take."""
+    rule = load_guideline().rule_ids[0]
+    answers = {
+        "applicable": json.dumps({"na_applicable": True, "rule": "none", "rationale": "ok"}),
+        "not_applicable": json.dumps({"na_applicable": False, "rule": rule, "rationale": "no"}),
+        "invalid": "this is not JSON",
+    }
+
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        return 200, chat_body(answers[_verdict(body["messages"][-1]["content"])])
+
+    server = scripted_server(respond)
+    llm = {"backend": "openai", "base_url": server.url, "concurrency": 1}
+    out, result = _labelled_build(mmlu_dir, tmp_path, llm)
+    assert result.exit_code == 0, result.output
+
+    items = get_source("mmlu").load("test", location=str(mmlu_dir), config="all", seed=0).items
+    text = {
+        r["id"]: format_item(r["question"], r["choices"])
+        for r in items.select(["id", "question", "choices"]).to_pylist()
+    }
+    labels = pq.read_table(out / "labels" / "test-00000-of-00001.parquet").to_pylist()
+    expected = {r["id"]: _verdict(text[r["id"]]) for r in labels}
+    assert set(expected.values()) == set(answers)  # all three branches on these 12 items
+    original = {r["id"] for r in pq.read_table(out / "original" / FILE).to_pylist()}
+    excluded = {r["id"]: r["reason"] for r in pq.read_table(out / "excluded" / FILE).to_pylist()}
+    for item_id, verdict in expected.items():
+        if verdict == "applicable":
+            assert item_id in original and item_id not in excluded
+        else:
+            reason = "not_na_applicable" if verdict == "not_applicable" else "invalid_label"
+            assert excluded[item_id] == reason and item_id not in original
+    invalid = [r for r in labels if expected[r["id"]] == "invalid"]
+    assert all(not r["valid"] and r["attempts"] == 3 for r in invalid)  # retried, then kept
+    assert {r["model"] for r in labels} == {"scripted-model"}
+    assert json.loads((out / "build.json").read_text())["labels"]["mode"] == "llm"

@@ -17,7 +17,8 @@ from sigkill import kill_after_rows
 from nabench.label import LabelRecord, label_items, load_guideline
 from nabench.label.records import label_pandera_schema
 from nabench.llm import ResponseCache
-from nabench.llm.options import make_backend
+from nabench.llm.options import open_backend
+from nabench.schemas.model import ModelSpec
 from nabench.sources import get_source
 
 # Real model / git + server runs (the fast loop is `pytest -m "not slow"`).
@@ -80,13 +81,15 @@ def test_local_backend_labels_are_schema_valid_and_cached(
 
 
 def test_openai_backend_against_llama_server(
-    items: pa.Table, llama_server_url: str, tmp_path: Path
+    items: pa.Table, llama_server: str, tmp_path: Path
 ) -> None:
-    backend = make_backend(
-        "openai",
-        base_url=llama_server_url,
-        concurrency=4,
-        options={"json_mode": "json_object", "model_id": "smollm2-server"},
+    backend = open_backend(
+        ModelSpec(
+            backend="openai",
+            base_url=llama_server,
+            concurrency=4,
+            options={"json_mode": "json_object", "model_id": "smollm2-server"},
+        )
     )
     cache = ResponseCache(tmp_path / "c.sqlite")
     first = _run(items, backend, cache)

@@ -1,16 +1,16 @@
-"""Helpers shared by the model-layer tests (imported by name; conftest.py holds fixtures)."""
+"""Helpers shared by the model-layer tests (imported by name; conftest.py holds fixtures).
+The scripted OpenAI-compatible server lives in tests/fixtures/scripted.py (re-exported)."""
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fixtures.scripted import Scripted, chat_body, start_scripted_server
+
 from nabench.llm import ChatRequest
+
+__all__ = ["Scripted", "chat_body", "start_scripted_server"]
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -107,97 +107,3 @@ def assert_seeded_samples_reproducible(backend: Any) -> None:
         for condition, got in texts.items():
             differ = [i for i, (g, r) in enumerate(zip(got, reference, strict=True)) if g != r]
             assert not differ, f"{run} run, {condition}: probes {differ} differ from alone"
-
-
-# -- scripted loopback server ---------------------------------------------------------
-
-
-def chat_body(text: str, model: str = "scripted") -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-class Scripted:
-    """State of a loopback HTTP server whose responses a test scripts.
-
-    `respond(path, body, n)` returns (status, json) for the n-th POST (0-based).
-    """
-
-    def __init__(
-        self,
-        respond: Callable[[str, dict[str, Any], int], tuple[int, Any]],
-        delay_s: float = 0.0,
-        owned_by: str = "scripted",
-    ) -> None:
-        self.respond = respond
-        self.delay_s = delay_s
-        self.owned_by = owned_by
-        self.posts: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.inflight = 0
-        self.max_inflight = 0
-        self.url = ""
-
-
-def start_scripted_server(
-    respond: Callable[[str, dict[str, Any], int], tuple[int, Any]],
-    delay_s: float = 0.0,
-    owned_by: str = "scripted",
-) -> tuple[Scripted, ThreadingHTTPServer]:
-    """Serve scripted answers on 127.0.0.1 in a daemon thread; returns (state, server)."""
-    state = Scripted(respond, delay_s, owned_by)
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            self._send(
-                200,
-                {
-                    "object": "list",
-                    "data": [
-                        {"id": "scripted-model", "object": "model", "owned_by": state.owned_by}
-                    ],
-                },
-            )
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with state.lock:
-                n = len(state.posts)
-                state.posts.append(body)
-                state.inflight += 1
-                state.max_inflight = max(state.max_inflight, state.inflight)
-            try:
-                time.sleep(state.delay_s)
-                status, payload = state.respond(self.path, body, n)
-            finally:
-                with state.lock:
-                    state.inflight -= 1
-            self._send(status, payload)
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    state.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    return state, srv

@@ -25,35 +25,57 @@ MISSED = re.compile(
     re.IGNORECASE,
 )
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff]")
+# Issue 23's held-out class, also written independently: letters pointing at other options
+# inside a longer sentence ("neither A nor B; an ethic may ...", "All of (a), (b) and (c) ...").
+IN_SENTENCE = re.compile(
+    rf"^(both|either|neither) {_L} (and|or|nor) {_L}\W.+|\b(all|any|none) of \([a-e]\),",
+    re.IGNORECASE,
+)
 
 
 def _plain(text: str) -> str:
     return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).strip().rstrip(".!?;: ")
 
 
-def test_no_flagged_option_outside_excluded(mmlu_build: BuildResult) -> None:
-    configs = [c for c in mmlu_build.counts if c not in {"excluded", "labels"}]
-    assert len(configs) == 7
+def test_no_flagged_option_outside_excluded(mmlu_na_full: BuildResult) -> None:
+    configs = [c for c in mmlu_na_full.counts if c not in {"excluded", "labels"}]
+    assert len(configs) == 8  # 4 na_keyed phrasings, na_distractor, na_mixed, aota, original
     for config in configs:
-        table = pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet")
+        table = pq.read_table(mmlu_na_full.out / config / "test-00000-of-00001.parquet")
         for row in table.select(["id", "choices", "na_text"]).to_pylist():
             stray = [c for c in row["choices"] if c != row["na_text"] and MISSED.search(_plain(c))]
             assert not stray, f"{config} {row['id']}: {stray}"
 
 
-def test_issue_items_are_excluded_with_a_reason(mmlu_build: BuildResult) -> None:
-    excluded = pq.read_table(mmlu_build.out / "excluded" / "test-00000-of-00001.parquet")
+def test_no_option_refers_to_options_inside_a_sentence(mmlu_na_full: BuildResult) -> None:
+    built = [c for c in mmlu_na_full.counts if c not in {"excluded", "labels"}]
+    for config in built:
+        table = pq.read_table(mmlu_na_full.out / config / "test-00000-of-00001.parquet")
+        for row in table.select(["id", "choices"]).to_pylist():
+            stray = [c for c in row["choices"] if IN_SENTENCE.search(_plain(c))]
+            assert not stray, f"{config} {row['id']}: {stray}"
+    excluded = pq.read_table(mmlu_na_full.out / "excluded" / "test-00000-of-00001.parquet")
+    caught = [
+        row["reasons"]
+        for row in excluded.select(["choices", "reasons"]).to_pylist()
+        if any(IN_SENTENCE.search(_plain(c)) for c in row["choices"])
+    ]
+    assert caught and all("refers_to_other_options" in r for r in caught)
+
+
+def test_issue_items_are_excluded_with_a_reason(mmlu_na_full: BuildResult) -> None:
+    excluded = pq.read_table(mmlu_na_full.out / "excluded" / "test-00000-of-00001.parquet")
     reasons = dict(
         zip(excluded.column("id").to_pylist(), excluded.column("reason").to_pylist(), strict=True)
     )
     assert reasons["mmlu/all/test/01967"] == "has_none_option"  # 'None of above.'
     assert reasons["mmlu/all/test/00288"] == "refers_to_other_options"  # 'A and B'
     assert reasons["mmlu/all/test/01995"] == "has_all_option"  # 'all of above.'
-    for config in mmlu_build.counts:
+    for config in mmlu_na_full.counts:
         if config in {"excluded", "labels"}:
             continue
         ids = set(
-            pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet", columns=["id"])
+            pq.read_table(mmlu_na_full.out / config / "test-00000-of-00001.parquet", columns=["id"])
             .column("id")
             .to_pylist()
         )
@@ -70,14 +92,14 @@ def _readme_numbers() -> ModuleType:
     return module
 
 
-def test_readme_exclusion_numbers_come_from_a_build(mmlu_build: BuildResult) -> None:
+def test_readme_exclusion_numbers_come_from_a_build(mmlu_na_full: BuildResult) -> None:
     numbers = _readme_numbers()
     readme = (REPO / "README.md").read_text("utf-8")
-    total = sum(mmlu_build.counts["original"].values()) + mmlu_build.exclusions["total"]
+    total = sum(mmlu_na_full.counts["original"].values()) + mmlu_na_full.exclusions["total"]
     assert total == 14_042
-    assert numbers.section(readme) == numbers.render(mmlu_build.exclusions, total), (
+    assert numbers.section(readme) == numbers.render(mmlu_na_full.exclusions, total), (
         "README's MMLU exclusion paragraph is stale: run python scripts/readme_numbers.py"
     )
     # and the sentence states the per-reason counts of this build
-    for reason, n in mmlu_build.exclusions["by_reason"].items():
+    for reason, n in mmlu_na_full.exclusions["by_reason"].items():
         assert f"{n:,} `{reason}`" in numbers.section(readme)

@@ -28,8 +28,8 @@ def _hashes(root: Path) -> dict[str, str]:
     }
 
 
-def test_full_mmlu_build_has_every_config_and_counts(mmlu_build: BuildResult) -> None:
-    counts = mmlu_build.counts
+def test_full_mmlu_build_has_every_config_and_counts(mmlu_na_full: BuildResult) -> None:
+    counts = mmlu_na_full.counts
     for config in NA_CONFIGS:
         assert config in counts
     n_eligible = counts["original"]["test"]
@@ -37,7 +37,7 @@ def test_full_mmlu_build_has_every_config_and_counts(mmlu_build: BuildResult) ->
     for config in ("na_keyed", "na_distractor", "all_of_the_above", "na_keyed__answer_not_found"):
         assert counts[config]["test"] == n_eligible
     # Items already carrying none/all options are a few percent, never silently dropped.
-    by_reason = mmlu_build.exclusions["by_reason"]
+    by_reason = mmlu_na_full.exclusions["by_reason"]
     assert set(by_reason) <= {
         "excluded_subject",
         "has_none_option",
@@ -48,20 +48,20 @@ def test_full_mmlu_build_has_every_config_and_counts(mmlu_build: BuildResult) ->
     # mmlu-na leaves out moral_scenarios (895 test items) as the NA study does.
     assert by_reason["excluded_subject"] == 895
     assert 0.02 < (counts["excluded"]["test"] - 895) / 14042 < 0.08
-    manifest = json.loads((mmlu_build.out / "build.json").read_text())
+    manifest = json.loads((mmlu_na_full.out / "build.json").read_text())
     assert manifest["exclusions"]["by_reason"] == by_reason
     for rel, digest in manifest["files"].items():
-        data = (mmlu_build.out / rel).read_bytes()
+        data = (mmlu_na_full.out / rel).read_bytes()
         if rel == "README.md":  # the card is hashed without its seal line (the build.json digest)
             assert (
                 card_digest(data.decode())
-                == hashlib.sha256((mmlu_build.out / "build.json").read_bytes()).hexdigest()
+                == hashlib.sha256((mmlu_na_full.out / "build.json").read_bytes()).hexdigest()
             )
             data = unsealed(data.decode()).encode()
         assert hashlib.sha256(data).hexdigest() == digest
 
 
-def test_each_config_loads_offline_with_datasets(mmlu_build: BuildResult) -> None:
+def test_each_config_loads_offline_with_datasets(mmlu_na_full: BuildResult) -> None:
     code = (
         "import datasets, json, sys\n"
         "out = {c: datasets.load_dataset(sys.argv[1], c, split='test').num_rows "
@@ -70,19 +70,19 @@ def test_each_config_loads_offline_with_datasets(mmlu_build: BuildResult) -> Non
     )
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(mmlu_build.out), *NA_CONFIGS],
+        [sys.executable, "-c", code, str(mmlu_na_full.out), *NA_CONFIGS],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     )
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert loaded == {c: mmlu_build.counts[c]["test"] for c in NA_CONFIGS}
+    assert loaded == {c: mmlu_na_full.counts[c]["test"] for c in NA_CONFIGS}
 
 
-def test_validate_cli_passes_on_the_build(mmlu_build: BuildResult) -> None:
+def test_validate_cli_passes_on_the_build(mmlu_na_full: BuildResult) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "nabench.cli", "validate", str(mmlu_build.out)],
+        [sys.executable, "-m", "nabench.cli", "validate", str(mmlu_na_full.out)],
         capture_output=True,
         text=True,
     )
@@ -91,14 +91,14 @@ def test_validate_cli_passes_on_the_build(mmlu_build: BuildResult) -> None:
 
 
 def test_rebuild_is_byte_identical_and_limit_is_a_prefix(
-    mmlu_build: BuildResult, mmlu_dir: Path, tmp_path: Path
+    mmlu_na_full: BuildResult, mmlu_dir: Path, tmp_path: Path
 ) -> None:
     recipe = load_recipe("mmlu-na")
     again = build(
         recipe,
         BuildOptions(source=str(mmlu_dir), out=tmp_path / "again", labels="none", progress=False),
     )
-    assert _hashes(again.out) == _hashes(mmlu_build.out)
+    assert _hashes(again.out) == _hashes(mmlu_na_full.out)
     limited = build(
         recipe,
         BuildOptions(
@@ -107,7 +107,7 @@ def test_rebuild_is_byte_identical_and_limit_is_a_prefix(
     )
     for config in limited.counts:
         small = pq.read_table(limited.out / config / "test-00000-of-00001.parquet").to_pylist()
-        full = pq.read_table(mmlu_build.out / config / "test-00000-of-00001.parquet").to_pylist()
+        full = pq.read_table(mmlu_na_full.out / config / "test-00000-of-00001.parquet").to_pylist()
         by_id = {row["id"]: row for row in full}
         assert small, config
         assert all(row == by_id[row["id"]] for row in small)
@@ -265,8 +265,8 @@ def test_corrupt_answer_missing_column_and_recipe_typo_fail_cleanly(
     assert not (tmp_path / "o").exists()
 
 
-def test_validate_names_the_corrupted_row(mmlu_build: BuildResult, tmp_path: Path) -> None:
-    path = mmlu_build.out / "na_keyed" / "test-00000-of-00001.parquet"
+def test_validate_names_the_corrupted_row(mmlu_na_full: BuildResult, tmp_path: Path) -> None:
+    path = mmlu_na_full.out / "na_keyed" / "test-00000-of-00001.parquet"
     rows = pq.read_table(path).to_pylist()
     rows[42]["answer"] = (rows[42]["answer"] + 1) % 4  # key no longer the NA option
     broken = tmp_path / "na_keyed.parquet"

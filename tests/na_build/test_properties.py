@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import MODERATE
 
 from nabench.audit.eligibility import audit_items
 from nabench.perturb import AllOfTheAbove, ItemColumns, NADistractor, NAKeyed, Original
@@ -47,6 +48,7 @@ def rows_by_id(table: pa.Table) -> dict[str, dict]:
     return {row["id"]: row for row in table.to_pylist()}
 
 
+@MODERATE
 @given(items=item_tables(), seed=st.integers(0, 2**31), na_text=NA_TEXTS)
 def test_builders_are_deterministic_and_valid(items: pa.Table, seed: int, na_text: str) -> None:
     cols = ItemColumns.from_table(items)
@@ -56,6 +58,7 @@ def test_builders_are_deterministic_and_valid(items: pa.Table, seed: int, na_tex
         assert check_perturbed(first, builder.config_name, [na_text]) == []
 
 
+@MODERATE
 @given(items=item_tables(min_size=2), seed=st.integers(0, 2**31), data=st.data())
 def test_removing_items_never_changes_other_items(items: pa.Table, seed: int, data) -> None:
     keep = data.draw(st.lists(st.booleans(), min_size=items.num_rows, max_size=items.num_rows))
@@ -66,6 +69,7 @@ def test_removing_items_never_changes_other_items(items: pa.Table, seed: int, da
         assert all(full[i] == row for i, row in part.items())
 
 
+@MODERATE
 @given(items=item_tables(), seed=st.integers(0, 2**31), na_text=NA_TEXTS)
 def test_exactly_one_key_and_na_placement(items: pa.Table, seed: int, na_text: str) -> None:
     cols = ItemColumns.from_table(items)
@@ -98,6 +102,7 @@ MUTATIONS = {
 }
 
 
+@MODERATE
 @given(
     items=item_tables(),
     seed=st.integers(0, 2**31),
@@ -143,6 +148,7 @@ NONE_OR_ALL = st.sampled_from(
 )
 
 
+@MODERATE
 @given(items=item_tables(), data=st.data())
 def test_audit_quarantines_exactly_the_ineligible(items: pa.Table, data) -> None:
     rows = items.to_pylist()

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import MODERATE
 
 from nabench.evaluation import parse_answer
 from nabench.llm import ChatRequest, Completion
@@ -64,6 +65,7 @@ def table_of(sets: list[tuple[str, int, list[tuple[bool, int]]]]) -> pa.Table:
     return samples_table(rows, comps, "scripted")
 
 
+@MODERATE
 @given(st.lists(sample_set, min_size=1, max_size=6), st.sampled_from(["zip", "product"]))
 def test_training_rows_follow_the_keep_rule(sets: list[Any], pairing: str) -> None:
     table = table_of(sets)

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from publish_helpers import build_mmlu
 
+from nabench.pipelines.rebuild import compare_with_rebuild
 from nabench.stage.cards import finalize_card, parse_changelog, split_front_matter
 
 
@@ -36,6 +37,14 @@ def test_card_with_labels(tmp_path: Path, mmlu_dir: Path) -> None:
     card = (out / "README.md").read_text()
     assert "Labeler model(s): `SmolLM2-135M-Instruct`." in card
     assert "Guideline version(s): `na-1.2`." in card
+    assert (
+        "NA-applicability screen: **done** (file from the labels file `local:labels.parquet`)"
+        in card
+    )
+    # the labels file's local path is published nowhere (card, build.json, lm-eval tasks)
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix != ".parquet":
+            assert str(tmp_path) not in path.read_text("utf-8"), path
     # NA-applicability per subject, computed here independently from the staged configs.
     lab = pq.read_table(out / "labels" / "test-00000-of-00001.parquet").to_pandas()
     subj = pd.concat(
@@ -53,6 +62,8 @@ def test_card_with_labels(tmp_path: Path, mmlu_dir: Path) -> None:
     assert "`not_na_applicable`" in card  # exclusion counts by reason
     meta, _ = split_front_matter(card)
     assert "labels" in {c["config_name"] for c in meta["configs"]}
+    # a labeled build is rebuilt from its own `labels` config: every row the same
+    assert compare_with_rebuild(out, str(mmlu_dir)) == []
 
 
 def test_rebuild_merges_previous_card(tmp_path: Path, mmlu_dir: Path) -> None:

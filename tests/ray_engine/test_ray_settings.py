@@ -8,7 +8,8 @@ import pytest
 
 from nabench.core.errors import NabenchError
 from nabench.llm import ChatRequest, RayEngine, chat_payload, make_engine
-from nabench.llm.options import split_engine_options
+from nabench.llm.options import engine_settings
+from nabench.schemas.model import ModelSpec
 
 
 def test_chat_payload_matches_the_openai_backend_fields() -> None:
@@ -42,10 +43,11 @@ def test_unknown_ray_option_is_one_clear_error() -> None:
 
 
 def test_engine_options_are_split_from_backend_options() -> None:
-    engines, rest = split_engine_options({"ray.qps": 4, "n_threads": 1, "ray.batch_size": 2})
-    assert engines == {"ray": {"qps": 4, "batch_size": 2}} and rest == {"n_threads": 1}
+    options = {"ray.qps": 4, "n_threads": 1, "ray.batch_size": 2}
+    engine, rest = engine_settings(ModelSpec(engine="ray", options=options))
+    assert engine == {"qps": 4, "batch_size": 2} and rest == {"n_threads": 1}
     with pytest.raises(NabenchError, match="unknown engine 'spark'"):
-        split_engine_options({"spark.x": 1})
+        engine_settings(ModelSpec(options={"spark.x": 1}))
     with pytest.raises(NabenchError, match="unknown engine 'dask'"):
         make_engine("dask")
 

@@ -10,7 +10,6 @@ import pytest
 from safety_helpers import build_args, http_server, nabench, write_recipe
 
 from nabench.core.redact import MASK, redact, scrub
-from nabench.llm import local_server
 
 API_KEY = "sk-live-7f3a9c1e5b2d4f60a8e1"
 URL_KEY = "sk-url-4c2e8a0b6d1f3e5a"
@@ -96,16 +95,17 @@ def test_redact_keeps_settings_that_only_look_alike() -> None:
 
 
 @pytest.mark.slow
-def test_secrets_with_a_real_llama_cpp_server(mmlu_dir: Path, tmp_path: Path) -> None:
+def test_secrets_with_a_real_llama_cpp_server(
+    mmlu_dir: Path, tmp_path: Path, llama_server: str
+) -> None:
     """The model block of a real label run (backend, model, run stats) is written too."""
-    with local_server() as url:
-        base = url.replace("http://", f"http://alice:{URL_KEY}@")
-        recipe = write_recipe(tmp_path / "r.yaml", _recipe(base))
-        out = tmp_path / "b"
-        run = nabench(
-            *build_args(mmlu_dir, out, "--cache", str(tmp_path / "c.sqlite"), limit=3),
-            str(recipe),
-        )
+    base = llama_server.replace("http://", f"http://alice:{URL_KEY}@")
+    recipe = write_recipe(tmp_path / "r.yaml", _recipe(base))
+    out = tmp_path / "b"
+    run = nabench(
+        *build_args(mmlu_dir, out, "--cache", str(tmp_path / "c.sqlite"), limit=3),
+        str(recipe),
+    )
     assert run.code == 0, run.stderr
     manifest = json.loads((out / "build.json").read_text())
     assert manifest["labels"]["mode"] == "llm" and manifest["labels"]["runs"]

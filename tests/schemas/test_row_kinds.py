@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import COSTLY
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
@@ -117,9 +118,9 @@ def batches(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     return kind, batch
 
 
-# pandera costs ~0.1 s a call whatever the rows: 100 batches of up to 25 rows (thousands of
-# rows over all ten kinds) instead of the profile's count of single rows.
-@settings(max_examples=100)
+# pandera costs ~0.1 s a call whatever the rows: batches of up to 25 rows (thousands of
+# rows over all ten kinds), not single rows.
+@COSTLY
 @given(batches())
 def test_model_arrow_and_pandera_agree(batch: tuple[str, list[dict[str, Any]]]) -> None:
     kind, rows_ = batch

@@ -6,12 +6,9 @@ repository checkout (CI keeps it beside its clone too); they are never copied in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from testdeps import require
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 REFERENCE_RESULTS = SHARED / "reference" / "line_of_duty" / "results"
@@ -37,22 +34,3 @@ def reference_files() -> list[Path]:
     files = _reference_files()
     assert len(files) == 10, files
     return files
-
-
-@pytest.fixture(scope="session")
-def llama_cpp() -> Any:
-    return require("llama_cpp", "pip install 'nabench[llm]'")
-
-
-@pytest.fixture(scope="session")
-def local_model(llama_cpp: Any) -> Iterator[Any]:
-    """The real SmolLM2-135M-Instruct GGUF on one llama.cpp thread.
-
-    One thread: on a busy, shared 2-core machine llama.cpp's worker threads slow each other
-    down several-fold; a 135M model gains little from a second thread anyway.
-    """
-    from nabench.llm import LocalBackend
-
-    backend = LocalBackend(n_ctx=2048, n_threads=1)
-    yield backend
-    backend.close()

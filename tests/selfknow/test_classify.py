@@ -141,12 +141,12 @@ def _assert_mapping(table: pd.DataFrame) -> None:
 
 
 @pytest.mark.slow
-def test_classify_on_smollm2(local_model: Any, tmp_path: Path) -> None:
+def test_classify_on_smollm2(local_backend: Any, tmp_path: Path) -> None:
     settings = ClassificationSettings(
         max_tokens=96, max_answer_chars=100, max_analysis_chars=60, max_attempts=2, chunk_size=1
     )
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        result = classify_tasks(local_model, cache, TASKS, settings)
+        result = classify_tasks(local_backend, cache, TASKS, settings)
         assert result.table.schema.equals(CLASSIFICATIONS_ARROW)
         table = result.table.to_pandas()
         assert list(table["task_id"]) == list(TASKS["task_id"])
@@ -170,17 +170,17 @@ def test_classify_on_smollm2(local_model: Any, tmp_path: Path) -> None:
         assert summary.feasible_with_reason == int((feasible["classified_reason"] != "").sum())
         assert result.stats.calls >= 4 and result.stats.cache_hits == 0
 
-        again = classify_tasks(local_model, cache, TASKS, settings)
+        again = classify_tasks(local_backend, cache, TASKS, settings)
     assert again.stats.calls == 0
     assert again.table.equals(result.table)
 
 
 @pytest.mark.slow
-def test_invalid_json_is_counted_not_fatal(local_model: Any, tmp_path: Path) -> None:
+def test_invalid_json_is_counted_not_fatal(local_backend: Any, tmp_path: Path) -> None:
     # 4 tokens cannot hold the JSON object: every attempt is truncated, hence invalid
     settings = ClassificationSettings(style="vanilla", max_tokens=4, max_attempts=2, chunk_size=2)
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        result = classify_tasks(local_model, cache, TASKS.iloc[:2], settings)
+        result = classify_tasks(local_backend, cache, TASKS.iloc[:2], settings)
     table = result.table.to_pandas()
     assert result.summary.invalid == 2 and result.summary.valid == 0
     assert result.stats.extra["invalid"] == 2

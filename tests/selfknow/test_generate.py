@@ -299,7 +299,7 @@ def _check_tables(tasks: pa.Table, quarantine: pa.Table, n_slots: int) -> None:
 
 
 @pytest.mark.slow
-def test_generate_on_smollm2_batch_mode_and_challenge(local_model: Any, tmp_path: Path) -> None:
+def test_generate_on_smollm2_batch_mode_and_challenge(local_backend: Any, tmp_path: Path) -> None:
     from nabench.llm import ResponseCache
 
     # 4 slots in batches of 3: one batched request and one single-task request
@@ -307,7 +307,7 @@ def test_generate_on_smollm2_batch_mode_and_challenge(local_model: Any, tmp_path
         n_per_class=2, styles=("challenge",), batch_size=3, max_attempts=1, chunk_size=1, **SMALL
     )
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        result = generate_tasks(local_model, cache, settings)
+        result = generate_tasks(local_backend, cache, settings)
     assert result.stats.total == 2
     assert result.stats.calls == 2
     _check_tables(result.tasks, result.quarantine, 4)

@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import MODERATE
 
 from nabench.core.errors import NabenchError
 from nabench.selfknow import SelfKnowledgeCounts, selfknow_metrics
@@ -266,11 +267,9 @@ row_strategy = st.tuples(
     st.sampled_from(REASON_SPELLINGS),
 )
 tables = st.lists(row_strategy, max_size=25)
-# At least 200 examples; more when the active profile (e.g. CI's, tests/conftest.py) asks for more.
-PROPERTY = settings(max_examples=max(200, settings().max_examples), deadline=None)
 
 
-@PROPERTY
+@MODERATE
 @given(tables)
 def test_counts_partition_the_valid_rows(rows: list[tuple[str, str, str, str]]) -> None:
     result = selfknow_metrics(make_table(rows))
@@ -285,7 +284,7 @@ def test_counts_partition_the_valid_rows(rows: list[tuple[str, str, str, str]]) 
     assert cb is None or -1.0 <= cb <= 1.0
 
 
-@PROPERTY
+@MODERATE
 @given(tables)
 def test_type_level_only_moves_mismatches_to_matches(rows: list[tuple[str, str, str, str]]) -> None:
     by_reason = selfknow_metrics(make_table(rows)).counts
@@ -295,7 +294,7 @@ def test_type_level_only_moves_mismatches_to_matches(rows: list[tuple[str, str, 
     assert by_type.rr + by_type.rr_mismatch == by_reason.rr + by_reason.rr_mismatch
 
 
-@PROPERTY
+@MODERATE
 @given(tables)
 def test_swapping_generated_and_classified(rows: list[tuple[str, str, str, str]]) -> None:
     """Swap: N_fr ↔ N_rf, N_ff, N_rr, N_rr' unchanged, F ↔ I, A and HM unchanged, confusion
@@ -321,7 +320,7 @@ def _respell(text: str) -> str:
     return "  " + text.upper().replace(" ", " - ") + "."
 
 
-@PROPERTY
+@MODERATE
 @given(tables)
 def test_spelling_does_not_change_counts(rows: list[tuple[str, str, str, str]]) -> None:
     respelled = [tuple(_respell(cell) if cell else cell for cell in row) for row in rows]

@@ -1,6 +1,7 @@
-"""The `line-of-duty` protocol on the real SmolLM2 model: temperature 1.0 for generation and
-classification, and quarantined slots refilled (seeded, cached rounds) until every
-class x type cell meets its quota, or the shortfall is named per cell."""
+"""The `line-of-duty-code` protocol (the authors' code) on the real SmolLM2 model:
+temperature 1.0 for generation and classification, and quarantined slots refilled (seeded,
+cached rounds) until every class x type cell meets its quota, or the shortfall is named per
+cell."""
 
 from __future__ import annotations
 
@@ -54,17 +55,38 @@ def test_refill_slots_get_new_distinct_seeds() -> None:
     assert first[0].request_seed == refill_seed(11, plan[0].task_id, 1)  # reproducible
 
 
+def test_line_of_duty_follows_the_paper_and_its_code_variant_the_code() -> None:
+    """The paper classifies at temperature 0 and draws 400 tasks per class; the authors'
+    code calls every model at 1.0 and takes the count as an argument (the recipe's)."""
+    from nabench.pipelines.selfknow import apply_protocol
+    from nabench.schemas.protocol import get_protocol
+
+    recipe = parse_recipe(RECIPE, "refill")
+    paper = apply_protocol(recipe, get_protocol("line-of-duty"))
+    assert (paper.generator.temperature, paper.classifier.temperature) == (1.0, 0.0)
+    assert paper.generator.n_per_class == 400
+    code = apply_protocol(recipe, get_protocol("line-of-duty-code"))
+    assert (code.generator.temperature, code.classifier.temperature) == (1.0, 1.0)
+    assert code.generator.n_per_class == 5
+    sources = get_protocol("line-of-duty").sources
+    assert sources["selfknow.classification_temperature"] == "paper text"
+    assert sources["selfknow.n_per_class"] == "paper text"
+    assert get_protocol("line-of-duty-code").sources["selfknow.classification_temperature"] == (
+        "authors' code"
+    )
+
+
 @pytest.mark.slow
 def test_line_of_duty_meets_every_quota_or_names_the_shortfall(
     tmp_path: Path, llama_cpp: Any
 ) -> None:
     out = tmp_path / "sk"
     recipe = parse_recipe(RECIPE, "refill")
-    run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty"))
+    run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty-code"))
     tasks, quarantine = _table(out, "tasks"), _table(out, "quarantine")
     manifest = json.loads((out / "build.json").read_text())
     gen = manifest["generation"]
-    assert manifest["protocol"]["name"] == "line-of-duty"
+    assert manifest["protocol"]["name"] == "line-of-duty-code"
     assert {r["temperature"] for r in tasks + quarantine} == {1.0}
     assert {r["temperature"] for r in _table(out, "classifications")} <= {1.0}
 
@@ -91,6 +113,6 @@ def test_line_of_duty_meets_every_quota_or_names_the_shortfall(
     assert stats["extra"]["shortfall"] == expected
 
     # A rerun replays every round from the cache.
-    run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty"))
+    run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty-code"))
     assert json.loads(default_stats_path(out).read_text())["calls"] == 0
     assert _table(out, "tasks") == tasks

@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from property_settings import CHEAP
 
 from nabench.selfknow import SelfKnowledgeCounts, score_counts
 
-# At least 200 examples; more when the active profile (e.g. CI's, tests/conftest.py) asks for more.
-PROPERTY = settings(max_examples=max(200, settings().max_examples), deadline=None)
 counts_strategy = st.builds(
     SelfKnowledgeCounts,
     ff=st.integers(0, 50),
@@ -106,7 +105,7 @@ def test_counts_add_and_names() -> None:
     assert total.as_dict() == {"N_ff": 6, "N_fr": 6, "N_rf": 6, "N_rr": 6, "N_rr'": 6, "n": 30}
 
 
-@PROPERTY
+@CHEAP
 @given(counts_strategy)
 def test_scores_in_range(counts: SelfKnowledgeCounts) -> None:
     scores = score_counts(counts)
@@ -122,7 +121,7 @@ def test_scores_in_range(counts: SelfKnowledgeCounts) -> None:
         assert low - 1e-12 <= hm <= high + 1e-12
 
 
-@PROPERTY
+@CHEAP
 @given(counts_strategy)
 def test_undefined_exactly_when_denominator_zero(counts: SelfKnowledgeCounts) -> None:
     c = counts
@@ -137,7 +136,7 @@ def test_undefined_exactly_when_denominator_zero(counts: SelfKnowledgeCounts) ->
     )
 
 
-@PROPERTY
+@CHEAP
 @given(counts_strategy)
 def test_confidence_balance_sign(counts: SelfKnowledgeCounts) -> None:
     scores = score_counts(counts)
@@ -155,7 +154,7 @@ def test_confidence_balance_sign(counts: SelfKnowledgeCounts) -> None:
         assert scores.confidence_balance == -1.0
 
 
-@PROPERTY
+@CHEAP
 @given(counts_strategy)
 def test_swapping_fr_and_rf_swaps_foresight_and_insight(counts: SelfKnowledgeCounts) -> None:
     """What swapping the generated and classified labels does to the counts (see test_metrics):
@@ -177,7 +176,7 @@ def test_swapping_fr_and_rf_swaps_foresight_and_insight(counts: SelfKnowledgeCou
     assert after.conservatism == expected_cons
 
 
-@PROPERTY
+@CHEAP
 @given(counts_strategy)
 def test_foresight_plus_conservatism_plus_mismatch_share_is_one(
     counts: SelfKnowledgeCounts,

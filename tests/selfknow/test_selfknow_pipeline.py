@@ -11,13 +11,16 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from nabench.cli import main
-from nabench.core.errors import RecipeError
+from nabench.core.errors import RecipeError, ValidationFailed
+from nabench.llm.options import backend_kwargs
+from nabench.pipelines import selfknow as selfknow_pipeline
 from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.selfknow import CONFIGS, default_cache_path, default_stats_path
 from nabench.pipelines.skeleton import BuildOptions
@@ -25,6 +28,8 @@ from nabench.selfknow import load_taxonomy
 from nabench.selfknow.classify import CLASSIFICATIONS_ARROW
 from nabench.selfknow.generate import QUARANTINE_ARROW, QUARANTINE_REASONS, TASKS_ARROW
 from nabench.selfknow.recipe import SelfKnowRecipe
+from nabench.validate import validate_path
+from nabench.validate.croissant import mlcroissant_problem
 
 TAXONOMY = load_taxonomy()
 
@@ -107,7 +112,7 @@ def test_recipe_cross_model_classifier() -> None:
     )
     spec = recipe.classifier_model()
     assert spec.backend == "openai"
-    assert spec.backend_options() == {
+    assert backend_kwargs(spec.backend, spec.model, spec.base_url, spec.concurrency) == {
         "model": "judge",
         "base_url": "http://127.0.0.1:9/v1",
         "concurrency": 8,
@@ -172,6 +177,12 @@ def _check_output(out: Path, slots: int, styles: list[str]) -> dict[str, Any]:
     tree = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert set(manifest["files"]) == tree - {"build.json"}
     assert {f for f in tree if f.startswith("report/")} >= {"report/report.md"}
+    # croissant.json: valid for mlcroissant, one record set per config, the model named
+    assert mlcroissant_problem(out / "croissant.json") is None
+    croissant = json.loads((out / "croissant.json").read_text())
+    assert {rs["@id"] for rs in croissant["recordSet"]} == {f"{c}/test" for c in manifest["counts"]}
+    assert manifest["generator_model"] in croissant["rai:dataCollection"]
+    assert validate_path(out).violations == []
     # side files are named relative to the output, never by an absolute local path
     text = (out / "build.json").read_text() + readme
     assert str(out.parent) not in text and not Path(manifest["cache"]).is_absolute()
@@ -223,6 +234,35 @@ def test_build_small_recipe_end_to_end_and_cached_rerun(tmp_path: Path, llama_cp
     assert cli.exit_code == 0, cli.output
     scored = json.loads(cli.output)
     assert scored == json.loads((out / "report" / "metrics.json").read_text())
+
+
+@pytest.mark.slow
+def test_build_validates_before_writing_a_manifest(
+    tmp_path: Path, llama_cpp: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A selfknow build runs the validator `nabench validate` runs, before its manifest is
+    written: a classification of a task the build does not have stops the build, and the
+    previous build in the folder is left as it was."""
+    recipe = parse_recipe(SMALL_RECIPE, "small")
+    out = tmp_path / "sk"
+    run_recipe(recipe, BuildOptions(out=out, progress=False))
+    before = (out / "build.json").read_bytes()
+    real = selfknow_pipeline.tables_of
+
+    def tampered(run: Any) -> dict[str, pa.Table]:
+        tables = real(run)
+        verdicts = tables["classifications"]
+        ids = verdicts.column("task_id").to_pylist()
+        ids[0] = "no-such-task"
+        i = verdicts.column_names.index("task_id")
+        field = verdicts.schema.field("task_id")
+        tables["classifications"] = verdicts.set_column(i, field, pa.array(ids, field.type))
+        return tables
+
+    monkeypatch.setattr(selfknow_pipeline, "tables_of", tampered)
+    with pytest.raises(ValidationFailed, match="classified_task_known"):
+        run_recipe(recipe, BuildOptions(out=out, progress=False))  # replayed from the cache
+    assert (out / "build.json").read_bytes() == before
 
 
 @pytest.mark.slow

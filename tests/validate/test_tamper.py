@@ -16,9 +16,6 @@ import pytest
 from click.testing import CliRunner
 
 from nabench.cli import main
-from nabench.pipelines.na import build
-from nabench.pipelines.registry import load_recipe
-from nabench.pipelines.skeleton import BuildOptions
 from nabench.publish.plan import make_plan
 
 FILE = "test-00000-of-00001.parquet"
@@ -26,13 +23,8 @@ ROW = 17
 
 
 @pytest.fixture(scope="module")
-def small_build(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> Path:
-    out = tmp_path_factory.mktemp("tamper") / "mmlu-na"
-    build(
-        load_recipe("mmlu-na"),
-        BuildOptions(source=str(mmlu_dir), out=out, labels="none", limit=120, progress=False),
-    )
-    return out
+def small_build(mmlu_na_200: Path) -> Path:
+    return mmlu_na_200  # the session's `--limit 200` build; tests change a copy
 
 
 @pytest.fixture()

@@ -6,9 +6,9 @@ Layout (decoded in the page by ``DecompressionStream("gzip")``):
   item into ``subjects``; ``configs``, ``runs``; ``strings``: every question, option,
   NA text and raw output once.
 * ``text[config]``: per item ``q`` (string code or -1), ``ch`` (option codes or null),
-  ``key`` (gold index or -1), ``na`` (the inserted NA / AotA text's code or -1): read
-  from the built dataset a run records (``dataset`` in its summary) when it is a local
-  folder; absent otherwise.
+  ``key`` (gold index or -1), ``na`` (the inserted NA / AotA text's code or -1): from the
+  built dataset a run records (``dataset`` in its summary) when it is a local folder
+  (:func:`~nabench.evaluation.results.item_texts`); absent otherwise.
 * ``res[config][run]``: ``s``, one character per item: the parsed letter, upper case
   when right and lower case when wrong, ``?`` invalid, ``.`` not answered (``+``/``-``
   for answers that are no single letter); ``conf``: confidences (3 decimals, null when
@@ -22,17 +22,14 @@ import gzip
 import json
 import math
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
+
+from nabench.evaluation.results import Results
 
 __all__ = ["StringTable", "browser_payload", "encode_payload"]
-
-_RESULT_COLS = ("id", "source_id", "parsed", "correct", "invalid", "confidence", "raw_output")
-_TEXT_COLS = ("id", "question", "choices", "answer", "na_text")
 
 
 class StringTable:
@@ -83,15 +80,6 @@ def _states(df: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _read_result(path: Path) -> pd.DataFrame:
-    with pq.ParquetFile(path) as pf:
-        names = set(pf.schema_arrow.names)
-        df = pf.read(columns=[c for c in _RESULT_COLS if c in names]).to_pandas()
-    if "source_id" not in df:
-        df["source_id"] = df["id"]
-    return df
-
-
 def _run_entry(df: pd.DataFrame, pos: pd.Index, n: int, st: StringTable) -> dict:
     idx = pos.get_indexer(df["source_id"].astype(str))
     states = np.full(n, ".", dtype="<U1")
@@ -110,17 +98,6 @@ def _run_entry(df: pd.DataFrame, pos: pd.Index, n: int, st: StringTable) -> dict
     return entry
 
 
-def _dataset_rows(dataset: object, config: str) -> pd.DataFrame | None:
-    if not isinstance(dataset, str) or not Path(dataset, config).is_dir():
-        return None
-    files = sorted(Path(dataset, config).glob("*.parquet"))
-    if not files:
-        return None
-    names = set(pq.read_schema(files[0]).names)
-    cols = [c for c in _TEXT_COLS if c in names]
-    return pd.concat([pq.read_table(f, columns=cols).to_pandas() for f in files])
-
-
 def _text_entry(rows: pd.DataFrame, pos: pd.Index, n: int, st: StringTable) -> dict:
     q, key, na = [-1] * n, [-1] * n, [-1] * n
     ch: list[list[int] | None] = [None] * n
@@ -136,23 +113,20 @@ def _text_entry(rows: pd.DataFrame, pos: pd.Index, n: int, st: StringTable) -> d
     return {"q": q, "ch": ch, "key": key, "na": na}
 
 
-def browser_payload(
-    summaries: pd.DataFrame, folders: Mapping[str, Path], subjects: Mapping[str, object]
-) -> dict[str, Any]:
-    """The page's item data from the runs' parquet files (layout in the module doc).
-
-    ``summaries``: one row per (run, config) with ``dataset``; ``subjects``: source id →
-    subject.
-    """
+def browser_payload(results: Results, texts: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
+    """The page's item data (layout in the module doc) from the report's results: every
+    (run, config) of ``results.summaries``, nabench and harness runs alike; ``texts``:
+    config -> the built dataset's rows (``id``, ``question``, ``choices``, ...)."""
     st = StringTable()
-    frames = {
-        (run, cfg): _read_result(folders[run] / f"{cfg}.parquet")
-        for run, cfg in zip(summaries["run"], summaries["config"], strict=True)
-    }
+    responses = results.responses
+    groups = dict(list(responses.groupby(["run", "config"], sort=False, observed=True)))
+    summaries = results.summaries
+    frames = [groups[key] for key in zip(summaries["run"], summaries["config"], strict=True)]
     # every run's source ids, in order of first appearance
-    sources = [df["source_id"].astype(str) for df in frames.values()]
-    ids = pd.unique(pd.concat(sources)).tolist() if sources else []
+    ids = pd.unique(pd.concat([f["source_id"].astype(str) for f in frames])).tolist()
     pos = pd.Index(ids)
+    first = responses.drop_duplicates("source_id")
+    subjects = dict(zip(first["source_id"].astype(str), first["subject"], strict=True))
     subj = StringTable()
     payload: dict[str, Any] = {
         "ids": ids,
@@ -162,13 +136,10 @@ def browser_payload(
         "res": {},
         "text": {},
     }
-    for (run, cfg), df in frames.items():
+    for run, cfg, df in zip(summaries["run"], summaries["config"], frames, strict=True):
         payload["res"].setdefault(cfg, {})[run] = _run_entry(df, pos, len(ids), st)
-    datasets = summaries.drop_duplicates("config").set_index("config")["dataset"]
-    for cfg, dataset in datasets.items():
-        rows = _dataset_rows(dataset, str(cfg))
-        if rows is not None:
-            payload["text"][str(cfg)] = _text_entry(rows, pos, len(ids), st)
+    for cfg, rows in texts.items():
+        payload["text"][cfg] = _text_entry(rows, pos, len(ids), st)
     payload["subjects"] = subj.strings
     payload["strings"] = st.strings
     return payload

@@ -9,62 +9,9 @@ from typing import Any
 
 import yaml
 
+from nabench.evaluation.shortcuts import score_shortcuts
+from nabench.evaluation.strategies import ItemBatch
 from nabench.schemas.item import PerturbedItem
-
-# The rules `nabench.validate.invariants.check_perturbed` enforces on every perturbed config.
-INVARIANTS: tuple[tuple[str, str], ...] = (
-    ("key_in_range", "the answer index points at an existing option"),
-    ("choices_non_empty", "no option is empty"),
-    ("choices_distinct", "no two options have the same text"),
-    ("na_exactly_once", "NA / All-of-the-above variants hold the inserted text exactly once"),
-    ("variant_known", "every row names a known variant"),
-    (
-        "no_flagged_option",
-        "no option but the inserted one is an NA / all-type phrasing or names other options",
-    ),
-    ("unreplaced_unchanged", "NA variants: every option not replaced equals the source's"),
-    ("original_unchanged", "`original` rows equal their source rows"),
-    ("na_keyed_key_is_na", "`na_keyed`: the key is the NA text"),
-    ("na_keyed_gold_absent", "`na_keyed`: the original gold text is gone"),
-    ("na_keyed_in_place", "`na_keyed`: NA replaces the gold option in place"),
-    ("na_keyed_last_key_is_last_na", "`na_keyed_last`: the key is the NA text, last"),
-    ("na_keyed_last_gold_absent", "`na_keyed_last`: the original gold text is gone"),
-    ("na_keyed_last_order_kept", "`na_keyed_last`: the other options keep their order"),
-    ("foreign_key_in_place", "`foreign_key`: the borrowed text replaces the gold in place, as key"),
-    ("foreign_key_not_own_option", "`foreign_key`: the borrowed text is none of the own options"),
-    ("foreign_key_others_unchanged", "`foreign_key`: every other option is unchanged"),
-    ("na_distractor_key_is_gold", "`na_distractor`: the key is still the original gold"),
-    ("na_distractor_replaced_distractor", "`na_distractor`: NA replaced a distractor"),
-    ("aota_appended", "`all_of_the_above`: the original options plus the text, last"),
-    ("aota_key_unchanged", "`all_of_the_above`: the key is unchanged"),
-    ("ids_unique", "ids are unique within a config"),
-    ("id_in_original", "every perturbed id appears in `original` (traceable to its source row)"),
-)
-
-WHY = {
-    "original": "the source items, unchanged, as the baseline",
-    "na_keyed": (
-        "the gold option is replaced in place by an NA phrasing, which becomes the key: "
-        "a model must recognise that none of the remaining options is correct"
-    ),
-    "na_keyed_last": (
-        "the gold option is removed, the other options keep their order and an NA phrasing "
-        "is appended as the last option, which is the key (where test-writing guidelines put NA)"
-    ),
-    "foreign_key": (
-        "the ablation control of the NA study: the gold option is replaced in place by the gold "
-        "text of another item of the same subject, which becomes the key; the drop it causes "
-        "separates NA semantics from 'any replacement of the gold text'"
-    ),
-    "na_distractor": (
-        "one distractor is replaced by an NA phrasing; the key is unchanged: a model must "
-        "not pick NA when a correct option is present"
-    ),
-    "all_of_the_above": (
-        '"All of the above" is appended as a new last option; the key is unchanged, so the '
-        "appended option is always wrong"
-    ),
-}
 
 
 @cache
@@ -90,8 +37,9 @@ def variant_citations(kinds: Sequence[str]) -> list[dict[str, str]]:
     return list(out.values())
 
 
-def field_rows() -> list[dict[str, str]]:
-    """(field, type, description) of a perturbed row, from the pydantic contract."""
+def field_rows(notes: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """(field, type, description) of a perturbed row, from the pydantic contract; `notes`
+    (the source's `field_notes`) say what a field holds for this build's source."""
 
     rows = []
     for name, info in PerturbedItem.model_fields.items():
@@ -100,7 +48,8 @@ def field_rows() -> list[dict[str, str]]:
         type_name = getattr(annotation, "__name__", None) or text
         if "| None" in text:
             type_name = text.replace(" | None", "") + " (nullable)"
-        rows.append({"name": name, "type": type_name, "desc": info.description or ""})
+        desc = (notes or {}).get(name) or info.description or ""
+        rows.append({"name": name, "type": type_name, "desc": desc})
     return rows
 
 
@@ -145,24 +94,65 @@ def letter_rows(letter_shares: Mapping[str, Mapping[str, float]]) -> tuple[list[
     return letters, rows
 
 
+NOT_SCREENED = (
+    "NA-applicability screen: **none**. The items were not screened for NA-applicability: "
+    "every eligible item is in every config, so some NA-keyed items keep an option that is "
+    "still defensible once the gold one is gone. The NA study's NA-keyed numbers rest on such "
+    "a screen (an LLM following a written guideline, checked against human labels); "
+    "`--labels llm` or `--labels FILE` applies one."
+)
+
+
+_PROVENANCE_KEYS = frozenset(
+    {"mode", "models", "model", "guideline_versions", "guideline_version", "path", "guideline"}
+)
+
+
 def labeler_lines(labels: Mapping[str, Any]) -> list[str]:
+    """The card's plain statement of whether (and by which model and guideline) the items
+    were screened for NA-applicability, then the labeler's provenance."""
     mode = labels.get("mode", "none")
     if mode == "none":
-        return ["Labels: none; every eligible item is used (no NA-applicability filter)."]
+        return [NOT_SCREENED]
     models = labels.get("models") or ([labels["model"]] if labels.get("model") else [])
     versions = labels.get("guideline_versions") or (
         [labels["guideline_version"]] if labels.get("guideline_version") else []
     )
-    lines = [f"Labels: {mode}" + (f" (`{labels['path']}`)" if labels.get("path") else "") + "."]
-    lines.append("Labeler model(s): " + (", ".join(f"`{m}`" for m in models) or "unknown") + ".")
-    lines.append(
-        "Guideline version(s): " + (", ".join(f"`{v}`" for v in versions) or "unknown") + "."
+    by = ", ".join(f"`{m}`" for m in models) or "an unrecorded model"
+    guideline = labels.get("guideline")
+    rules = (f"guideline `{guideline}` " if guideline else "guideline ") + (
+        "version " + ", ".join(f"`{v}`" for v in versions) if versions else "(version unrecorded)"
     )
-    extra = {
-        k: v
-        for k, v in labels.items()
-        if k not in {"mode", "models", "model", "guideline_versions", "guideline_version", "path"}
-    }
+    where = f" from the labels file `{labels['path']}`" if labels.get("path") else ""
+    lines = [
+        f"NA-applicability screen: **done** ({mode}{where}). Every config holds only the items "
+        f"{by} judged NA-applicable following {rules}; the others are in `excluded` "
+        "(`not_na_applicable`, `missing_label`, `invalid_label`).",
+        f"Labeler model(s): {by}.",
+        "Guideline version(s): " + (", ".join(f"`{v}`" for v in versions) or "unknown") + ".",
+    ]
+    extra = {k: v for k, v in labels.items() if k not in _PROVENANCE_KEYS}
     if extra:
         lines.append("Labeler settings: " + ", ".join(f"{k}={v}" for k, v in sorted(extra.items())))
     return lines
+
+
+def shortcut_rows(staged: Sequence[Any], skip: frozenset[str]) -> list[dict[str, str]]:
+    """Config/split × key-blind strategy where the strategy wins (its 95 % CI above the
+    majority baseline; ``nabench.evaluation.shortcuts``), for the card."""
+    rows = []
+    for st in staged:
+        t = st.table
+        if st.config in skip or t.num_rows == 0 or "choices" not in t.column_names:
+            continue
+        batch = ItemBatch.from_lists(
+            t.column("id").to_pylist(),
+            t.column("choices").to_pylist(),
+            t.column("answer").to_pylist(),
+        )
+        for s in score_shortcuts(batch):
+            if s.beats_majority:
+                rows.append({"key": f"{st.config}/{st.split}", "strategy": s.strategy,
+                             "accuracy": f"{s.accuracy:.1%}", "ci_low": f"{s.ci_low:.1%}",
+                             "majority": f"{s.majority_baseline:.1%}"})  # fmt: skip
+    return rows

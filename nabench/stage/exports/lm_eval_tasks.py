@@ -14,9 +14,11 @@ Every multiple-choice config (columns ``question``, ``choices``, ``answer``) get
 ``metadata`` carries the recipe version and the nabench build and config, which is how
 :mod:`nabench.evaluation.external` maps lm-eval's results back to nabench configs.
 
-Where the data comes from is a :class:`DataSource`: a local build is read by absolute path
-(``dataset_path: parquet`` + ``data_files``), a published one by repo id pinned to a
-revision (``dataset_kwargs.revision``, the release tag).
+Where the data comes from is a :class:`DataSource`: a local build is read from its parquet
+files (``dataset_path: parquet`` + ``data_files``): the tasks inside a build name them relative
+to the build folder (no path of the building machine is written into a build; lm-eval runs
+from that folder), ``nabench export lm-eval`` by absolute path; a published build by repo id
+pinned to a revision (``dataset_kwargs.revision``, the release tag).
 """
 
 from __future__ import annotations
@@ -68,9 +70,11 @@ GEN_REGEX = r"\b([A-Z])\b(?=[.):\n]|\s*$)"
 
 @dataclass(frozen=True)
 class LocalData:
-    """A build on disk: tasks read its parquet files by absolute path."""
+    """A build on disk: tasks read its parquet files by absolute path, or relative to the
+    build folder (`relative`, the tasks written into the build itself)."""
 
     root: Path
+    relative: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,8 +158,8 @@ def _dataset_fields(source: DataSource, config: str, splits: Sequence[str]) -> d
             "dataset_name": config,
             "dataset_kwargs": {"revision": source.revision},
         }
-    root = Path(source.root).resolve()
-    files = {s: str(root / config / f"{s}-00000-of-00001.parquet") for s in splits}
+    root = Path() if source.relative else Path(source.root).resolve()
+    files = {s: (root / config / f"{s}-00000-of-00001.parquet").as_posix() for s in splits}
     return {"dataset_path": "parquet", "dataset_kwargs": {"data_files": files}}
 
 
@@ -252,7 +256,10 @@ def lm_eval_card_section(spec: LmEvalSpec) -> str:
         "\n## Evaluate with lm-evaluation-harness or inspect_ai\n\n"
         f"`{LM_EVAL_DIR}/` holds lm-eval tasks: the group `{spec.group}` ({tasks}; "
         f"multiple_choice, MMLU layout, `acc`) and `{spec.group}{GEN_SUFFIX}`, their "
-        "generative twins (`generate_until`, regex letter filter) for chat-only APIs.\n\n"
+        "generative twins (`generate_until`, regex letter filter) for chat-only APIs. "
+        "In a local copy they read the parquet files relative to the dataset folder, so run "
+        "lm-eval from there (`nabench export lm-eval` writes tasks that run from anywhere); "
+        "the published release's tasks read this repository at its release tag.\n\n"
         "```bash\n"
         f"lm-eval run --include_path {LM_EVAL_DIR} --tasks {spec.group} --model hf "
         "--model_args pretrained=MODEL --log_samples --output_path results/lm-eval\n"

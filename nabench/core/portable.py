@@ -1,0 +1,83 @@
+"""Published files name no path of the building machine: a local path recorded in a manifest
+(`--source /home/<user>/data/mmlu`, a labels file) becomes a path relative to the build when it
+lies inside it, else `local:<name>`; where the data came from is then told by the fingerprint
+and file hashes recorded beside it. Hub ids (`cais/mmlu`) and repository-relative names are
+kept as they are."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LOCAL_PREFIX = "local:"
+# What makes a string a path on this machine rather than an id: absolute (POSIX or a Windows
+# drive), home-relative, or relative to the current folder.
+_LOCAL = re.compile(r"^(/|~|\.{1,2}/|[A-Za-z]:[\\/])")
+
+
+def is_local_path(value: str) -> bool:
+    """Whether `value` names a path of this machine (not a Hub id or a plain name)."""
+    return bool(value) and "\n" not in value and bool(_LOCAL.match(value))
+
+
+def portable_path(value: str, root: Path | None = None) -> str:
+    """The published form of the local path `value` (see the module docstring)."""
+    path = Path(value).expanduser()
+    resolved = path.resolve()
+    if root is not None:
+        try:
+            return resolved.relative_to(root.resolve()).as_posix() or "."
+        except ValueError:
+            pass
+    return LOCAL_PREFIX + (resolved.name or path.name or "root")
+
+
+@dataclass(frozen=True)
+class Portable:
+    value: Any
+    replaced: Mapping[str, str]  # {local text found: its published form}, for free text
+
+
+def portable_tree(value: Any, root: Path | None = None) -> Portable:
+    """A copy of a JSON-like value with every local-path string made portable."""
+    found: dict[str, str] = {}
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, Mapping):
+            return {k: walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        if isinstance(item, str) and is_local_path(item):
+            found[item] = portable_path(item, root)
+            return found[item]
+        return item
+
+    clean = walk(value)
+    # Free text may hold the resolved form of a path given relatively (`../data` as `/srv/data`).
+    for text, public in list(found.items()):
+        found.setdefault(str(Path(text).expanduser().resolve()), public)
+    return Portable(clean, found)
+
+
+def portable_text(text: str, replaced: Mapping[str, str], root: Path | None = None) -> str:
+    """`text` with each local path of `replaced` (longest first) and `root` itself replaced."""
+    pairs = dict(replaced)
+    if root is not None:
+        pairs.setdefault(str(root.resolve()), ".")
+    for local in sorted(pairs, key=len, reverse=True):
+        text = text.replace(local, pairs[local])
+    return text
+
+
+def missing_local_path(value: str) -> bool:
+    """Whether `value` was meant as a local path that does not exist (so it must fail at once,
+    not as a Hub id after the client's retries): it looks like a path, cannot be a Hub id
+    (`ORG/NAME`, one slash), or starts with a folder that exists here (`build/nope`)."""
+    path = Path(value).expanduser()
+    if path.exists():
+        return False
+    first = value.split("/", 1)[0]
+    return is_local_path(value) or value.count("/") != 1 or bool(first and Path(first).is_dir())

@@ -1,0 +1,160 @@
+"""Who the report is about: one run per model, models before baselines, baselines on the
+models' items, and a line for every run a table would otherwise drop without a word.
+
+A panel member is a model — backend, model id and weights revision — not a run: two runs of
+one model with other settings (``--limit``, prompt format, mode, protocol) are one model, and
+counting both would compute KR-20, D and the correlations over copies of it. Of such runs the
+report keeps the one covering the most items (answers over all its configs) and says which
+it kept; when two hold equally many there is no principled choice, so the report is refused
+in one line naming them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nabench.core.errors import NabenchError
+from nabench.evaluation.panel import Panel
+from nabench.evaluation.results import ORIGINAL, Results
+
+__all__ = ["Duplicate", "one_run_per_model", "pairing_notes", "panel_notes", "report_members"]
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """Runs of one model: the one the report uses and the ones it leaves out."""
+
+    model: str  # "backend model@revision"
+    used: str
+    used_answers: int
+    left_out: tuple[tuple[str, int], ...]  # (run, items)
+
+    def note(self) -> str:
+        others = ", ".join(f"{r} ({n} answers)" for r, n in self.left_out)
+        return (
+            f"model {self.model}: used run {self.used} ({self.used_answers} answers); "
+            f"left out its other run(s) {others}"
+        )
+
+
+def _label(identity: tuple[str, str, str]) -> str:
+    backend, model, revision = identity
+    return f"{backend} {model}" + (f"@{revision}" if revision else "")
+
+
+def one_run_per_model(results: Results) -> tuple[Results, list[Duplicate]]:
+    """``results`` with one run per model (the one covering the most items); baselines kept."""
+    sizes = results.responses.groupby("run", sort=False, observed=True).size()
+    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for run, identity in results.model_identity().items():
+        groups[identity].append(run)
+    dropped: set[str] = set()
+    duplicates = []
+    for identity, runs in groups.items():
+        if len(runs) < 2:
+            continue
+        ranked = sorted(runs, key=lambda r: -int(sizes.get(r, 0)))
+        top = int(sizes.get(ranked[0], 0))
+        tied = [r for r in ranked if int(sizes.get(r, 0)) == top]
+        if len(tied) > 1:
+            raise NabenchError(
+                f"runs {', '.join(tied)} are all of model {_label(identity)} and hold "
+                f"{top} answers each: give only one of them to the report"
+            )
+        rest = tuple((r, int(sizes.get(r, 0))) for r in ranked[1:])
+        duplicates.append(Duplicate(_label(identity), ranked[0], top, rest))
+        dropped.update(r for r, _ in rest)
+    if not dropped:
+        return results, []
+    return results.subset([r for r in results.runs if r not in dropped]), duplicates
+
+
+def _models_first(results: Results) -> Results:
+    """Rows of model runs before rows of baselines, so every table lists models first."""
+    models = set(results.models)
+    s, r = results.summaries, results.responses
+    s_order = np.argsort(~s["run"].isin(models).to_numpy(), kind="stable")
+    r_order = np.argsort(~r["run"].isin(models).to_numpy(), kind="stable")
+    return Results(s.iloc[s_order].reset_index(drop=True), r.iloc[r_order].reset_index(drop=True))
+
+
+def _baselines_on_model_items(results: Results) -> Results:
+    """Baseline rows only on the (config, item) pairs some model answered: a baseline over
+    all 14,042 items beside a model run on 5 compares two different tests."""
+    models = set(results.models)
+    r = results.responses
+    is_model = r["run"].isin(models).to_numpy()
+    if not is_model.any() or is_model.all():
+        return results
+    keys = pd.MultiIndex.from_arrays([r["config"].astype(str), r["id"].astype(str)])
+    answered = keys[is_model].unique()
+    keep = is_model | keys.isin(answered)
+    r = r[keep].reset_index(drop=True)
+    present = set(zip(r["run"].astype(str), r["config"].astype(str), strict=True))
+    s = results.summaries
+    s_keep = [(str(a), str(b)) in present for a, b in zip(s["run"], s["config"], strict=True)]
+    return Results(s[s_keep].reset_index(drop=True), r)
+
+
+def pairing_notes(results: Results, variants: list[str]) -> list[str]:
+    """One line per model run × variant whose rows (some or all) have no ``original`` row
+    of their source item: the headline pairs by source item and would drop them unsaid."""
+    r = results.responses
+    r = r[r["run"].isin(results.models)]
+    base = r.loc[r["config"] == ORIGINAL, ["run", "source_id"]].astype(str).drop_duplicates()
+    if base.empty:
+        return []
+    have = pd.MultiIndex.from_frame(base)
+    notes = []
+    runs_with_original = set(base["run"])
+    for (run, config), g in r[r["config"].isin(variants)].groupby(
+        ["run", "config"], sort=False, observed=True
+    ):
+        if str(run) not in runs_with_original:
+            continue
+        keys = pd.MultiIndex.from_arrays([g["run"].astype(str), g["source_id"].astype(str)])
+        missing = int((~keys.isin(have)).sum())
+        if missing:
+            notes.append(
+                f"run {run}: {missing} of {len(g)} {config} row(s) have no original row of "
+                "their source item (ids differ between the configs?): left out of the "
+                "headline"
+            )
+    return notes
+
+
+def report_members(results: Results) -> tuple[Results, list[str]]:
+    """The results a report is computed from, and the notes saying what was left out."""
+    results, duplicates = one_run_per_model(results)
+    results = _baselines_on_model_items(_models_first(results))
+    return results, [d.note() for d in duplicates]
+
+
+def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
+    """One line per config whose panel lost items (or all of them) because the model runs'
+    ids differ: a panel is over the items every member answered."""
+    r = results.responses
+    r = r[r["run"].isin(results.models)]
+    sizes = r.groupby(["config", "run"], sort=False, observed=True).size()
+    by_config = {p.config: p for p in panels}
+    notes = []
+    for config in dict.fromkeys(r["config"].astype(str)):
+        p = by_config.get(config)
+        if p is None:
+            notes.append(
+                f"config {config}: no item every model run answered (ids differ between "
+                "runs): no panel"
+            )
+            continue
+        smallest = min(int(sizes[(config, run)]) for run in p.runs)
+        if len(p.ids) < smallest:
+            notes.append(
+                f"config {config}: the panel has {len(p.ids)} item(s) every model run "
+                f"answered, fewer than the {smallest} of its smallest run (ids differ "
+                "between runs)"
+            )
+    return notes

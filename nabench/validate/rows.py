@@ -1,0 +1,198 @@
+"""The rule record every row invariant of a perturbed config is written as, and the view of
+a table the rules read (columns decoded once, shared masks computed on first use).
+
+A rule is (name, description, the variants it applies to, broken-mask, explanation). The
+build and `nabench validate` evaluate the same records, and a card lists the records that
+ran on its build (`Rule.description` is the card's text), so no rule list is copied by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from nabench.audit.patterns import any_flagged, normalise
+from nabench.core.arrow import ListColumn, as_bool_mask
+
+# Item fields a perturbed row copies from its source row (`original_answer` is `answer` there).
+TRACED = ("source", "subject", "question", "original_answer")
+NA_KEYED_LAST = "na_keyed_last"
+FOREIGN_KEY = "foreign_key"
+
+
+def _ints(table: pa.Table, name: str) -> np.ndarray:
+    return table.column(name).fill_null(-1).to_numpy().astype(np.int64)
+
+
+def _strings(table: pa.Table, name: str) -> pa.Array:
+    return table.column(name).combine_chunks().cast(pa.string())
+
+
+def config_variant(config: str) -> str:
+    """The variant a config's rows carry: its name before any `__<phrasing>` suffix."""
+    return config.split("__", 1)[0]
+
+
+@dataclass(eq=False)
+class Rows:
+    """A perturbed table as the rules see it. `config` is the config the table was staged or
+    found in (None for a lone file), `source` the `original` config of its split (None when
+    the build has none, or for a lone file), `extra_na_texts` the build's inserted texts."""
+
+    table: pa.Table
+    config: str | None = None
+    source: pa.Table | None = None
+    extra_na_texts: tuple[str, ...] = ()
+
+    @cached_property
+    def n(self) -> int:
+        return int(self.table.num_rows)
+
+    @cached_property
+    def ids(self) -> pa.Array:
+        return _strings(self.table, "id")
+
+    @cached_property
+    def choices(self) -> ListColumn:
+        return ListColumn(self.table.column("choices"))
+
+    @cached_property
+    def original(self) -> ListColumn:
+        return ListColumn(self.table.column("original_choices"))
+
+    @cached_property
+    def answer(self) -> np.ndarray:
+        return _ints(self.table, "answer")
+
+    @cached_property
+    def orig_answer(self) -> np.ndarray:
+        return _ints(self.table, "original_answer")
+
+    @cached_property
+    def replaced(self) -> np.ndarray:
+        return _ints(self.table, "replaced_index")
+
+    @cached_property
+    def variant(self) -> pa.Array:
+        return _strings(self.table, "variant").fill_null("")
+
+    @cached_property
+    def na_text(self) -> pa.Array:
+        return _strings(self.table, "na_text")
+
+    @cached_property
+    def compared(self) -> pa.Array:
+        """The audit's comparison text of every option (flat)."""
+        return normalise(self.choices.flat, fold=False)
+
+    @cached_property
+    def same_len(self) -> np.ndarray:
+        return self.choices.lengths == self.original.lengths
+
+    @cached_property
+    def key_text(self) -> pa.Array:
+        return self.choices.at(self.answer)
+
+    @cached_property
+    def gold_text(self) -> pa.Array:
+        return self.original.at(self.orig_answer)
+
+    @cached_property
+    def na_count(self) -> np.ndarray:
+        return self.choices.count_equal(self.na_text)
+
+    @cached_property
+    def prefix_ok(self) -> np.ndarray:
+        return self.choices.prefix_equal(self.original)
+
+    @cached_property
+    def stray_flagged(self) -> np.ndarray:
+        """Rows holding a flagged option (audit patterns, or an NA / AOTA text of the build)
+        anywhere but where its own inserted text stands."""
+        # a foreign key is another item's ordinary gold text, not an NA phrasing to look for
+        pairs = zip(self.na_text.to_pylist(), self.variant.to_pylist(), strict=True)
+        inserted = sorted({t for t, v in pairs if t is not None and v != FOREIGN_KEY})
+        phrases = {"has_none_option": (*self.extra_na_texts, *inserted)}
+        flagged = any_flagged(self.choices.flat, phrases)
+        row_of = np.repeat(np.arange(self.n), self.choices.lengths)
+        own_text = self.na_text.take(pa.array(row_of, pa.int64()))
+        own = as_bool_mask(pc.equal(self.choices.flat, own_text))
+        return self.choices.per_row_any(flagged & ~own)
+
+    @cached_property
+    def unreplaced_changed(self) -> np.ndarray:
+        """Rows where an option other than `replaced_index` differs from `original_choices`."""
+        changed = np.zeros(self.n, dtype=bool)
+        for j in range(max(self.choices.width, self.original.width)):
+            differ = ~self.equal(self.choices.column(j), self.original.column(j))
+            changed |= differ & (self.replaced != j)
+        return changed | ~self.same_len
+
+    @cached_property
+    def traced_differences(self) -> dict[str, np.ndarray]:
+        """Per traced field, the rows (of ids found in `source`) that differ from the
+        `original` row of their id (ids missing there are `id_in_original`'s)."""
+        if self.source is None or self.source.num_rows == 0:
+            return {}
+        pos = pc.index_in(self.ids, value_set=_strings(self.source, "id"))
+        found = ~np.asarray(pos.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        source = self.source.take(pos.fill_null(0))
+        out: dict[str, np.ndarray] = {}
+        for name in TRACED:
+            mine = self.table.column(name).combine_chunks()
+            theirs = source.column("answer" if name == "original_answer" else name)
+            theirs = theirs.combine_chunks().cast(mine.type)
+            same = pc.or_kleene(
+                pc.equal(mine, theirs), pc.and_kleene(pc.is_null(mine), pc.is_null(theirs))
+            )
+            out[name] = found & ~as_bool_mask(same)
+        theirs_choices = ListColumn(source.column("choices"))
+        same_choices = self.original.lengths == theirs_choices.lengths
+        out["original_choices"] = found & ~(
+            same_choices & self.original.prefix_equal(theirs_choices)
+        )
+        return out
+
+    def is_variant(self, name: str) -> np.ndarray:
+        return as_bool_mask(pc.equal(self.variant, name))
+
+    def equal(self, a: pa.Array, b: pa.Array) -> np.ndarray:
+        return as_bool_mask(pc.equal(a, b))
+
+    def differs(self, a: pa.Array, b: pa.Array) -> np.ndarray:
+        return ~as_bool_mask(pc.equal(a, b))
+
+
+def show(arr: pa.Array, i: int) -> str:
+    return repr(arr[i].as_py())
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One invariant. `variants` are the row variants it applies to (None: every row), so a
+    config of another variant never runs it; `broken` marks the violating rows."""
+
+    name: str
+    description: str
+    variants: tuple[str, ...] | None
+    broken: Callable[[Rows], np.ndarray]
+    explain: Callable[[Rows, int], str]
+
+    def scope(self, rows: Rows) -> np.ndarray:
+        if self.variants is None:
+            return np.ones(rows.n, dtype=bool)
+        scope = np.zeros(rows.n, dtype=bool)
+        for variant in self.variants:
+            scope |= rows.is_variant(variant)
+        return scope
+
+
+def applicable(rules: Iterable[Rule], variants: Iterable[str]) -> list[Rule]:
+    """The rules that apply to configs of these variants (what a card of them lists)."""
+    present = set(variants)
+    return [r for r in rules if r.variants is None or present & set(r.variants)]

@@ -1,0 +1,81 @@
+"""The NA shortcut strategies (always-na, never-na, always-aota) on a real 200-item MMLU-NA
+build, and the report's flag on configs a shortcut wins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from nabench.cli import main as nabench_main
+from nabench.cli.evaluation import eval_cmd
+from nabench.evaluation.report import write_report
+from nabench.evaluation.strategies import ItemBatch, get_strategy
+
+NEW = ("always-na", "never-na", "always-aota")
+CONFIGS = ("original", "na_keyed", "na_keyed__answer_not_found", "na_distractor",
+           "all_of_the_above")  # fmt: skip
+
+
+def _invoke(cmd: Any, args: list[str]) -> None:
+    result = CliRunner().invoke(cmd, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def test_strategies_pick_by_option_text() -> None:
+    b = ItemBatch.from_lists(
+        ["a", "b", "c"],
+        [["x", "none  of the ABOVE", "y"], ["None of the above", "p", "All of the above"],
+         ["q", "r", "s"]],
+        [0, 0, 0],
+    )  # fmt: skip
+    assert get_strategy("always-na").choose(b).tolist() == [1, 0, 0]  # no NA: option A
+    assert get_strategy("never-na").choose(b).tolist() == [0, 1, 0]
+    assert get_strategy("always-aota").choose(b).tolist() == [0, 2, 0]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> tuple[Path, Path]:
+    built = tmp_path_factory.mktemp("mmlu200") / "mmlu-na"
+    args = ["build", "mmlu-na", "--source", str(mmlu_dir), "--labels", "none", "--limit", "200"]
+    _invoke(nabench_main, [*args, "--out", str(built), "--quiet"])
+    out = tmp_path_factory.mktemp("refs")
+    for name in (*NEW, "majority"):
+        cmd = [str(built), "--backend", "reference", "--model", name, "--out", str(out)]
+        _invoke(eval_cmd, [*cmd, *(x for c in CONFIGS for x in ("--config", c))])
+    return built, out
+
+
+def _accuracy(out: Path, name: str, config: str) -> float:
+    return float(pd.read_parquet(out / f"reference_{name}" / f"{config}.parquet")["correct"].mean())
+
+
+def test_always_na_wins_na_keyed_only(runs: tuple[Path, Path]) -> None:
+    built, out = runs
+    for config in ("na_keyed", "na_keyed__answer_not_found"):
+        assert _accuracy(out, "always-na", config) == 1.0
+        assert _accuracy(out, "never-na", config) == 0.0
+    assert _accuracy(out, "always-na", "na_distractor") == 0.0  # NA is never the key there
+    assert _accuracy(out, "always-aota", "all_of_the_above") == 0.0
+    rows = pd.read_parquet(next((built / "original").glob("*.parquet")))
+    gold_a = float((rows["answer"].to_numpy(np.int64) == 0).mean())
+    assert _accuracy(out, "always-na", "original") == pytest.approx(gold_a)  # falls back to A
+
+
+def test_report_flags_the_configs_a_shortcut_wins(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    _, out = runs
+    rep = write_report([out], tmp_path / "r", plots=False, html=False)
+    sc = rep.tables["shortcuts"]
+    assert set(sc["strategy"]) == set(NEW)  # majority reads the key distribution: no shortcut
+    flagged = set(map(tuple, sc.loc[sc["beats_majority"], ["strategy", "config"]].to_numpy()))
+    assert flagged == {("always-na", "na_keyed"), ("always-na", "na_keyed__answer_not_found")}
+    row = sc[(sc["strategy"] == "always-na") & (sc["config"] == "na_keyed")].iloc[0]
+    assert row["margin"] == pytest.approx(row["ci_low"] - row["majority_baseline"])
+    md = (tmp_path / "r" / "report.md").read_text()
+    section = md.split("## Shortcuts", 1)[1].split("\n## ", 1)[0]
+    assert "| na_keyed | reference_always-na |" in section
+    assert "na_distractor" not in section

@@ -1,0 +1,70 @@
+"""The McNemar minimum detectable drop against simulated power; `nabench power`."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nabench.cli import main
+from nabench.stats.power import discordance, mde, planned_mde
+
+_SPEC = importlib.util.spec_from_file_location(
+    "power_sim", Path(__file__).resolve().parents[2] / "bench" / "power_sim.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+power_sim = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(power_sim)
+mcnemar_power = power_sim.mcnemar_power
+
+
+def test_mde_hand_computed() -> None:
+    # n = 1000, p = 0.6, rho = 0.5: psi = 2·0.6·0.4·0.5 = 0.24. With psi fixed:
+    # δ = 1.959964·sqrt(0.24/1000) + 0.001 + 0.841621·sqrt((0.24 − δ²)/1000); from δ ≈ 0.0444:
+    # 0.030364 + 0.001 + 0.841621·0.0154282 = 0.044349.
+    psi = float(discordance(0.6, 0.5))
+    assert psi == pytest.approx(0.24)
+    assert float(mde(1000, psi)) == pytest.approx(0.044349, abs=3e-6)
+    assert np.isnan(mde(0, 0.2))
+    # a drop adds discordant pairs: p = 0.6, variant 0.5, rho 0.5: P11 = 0.3 + 0.5·sqrt(0.24·0.25)
+    # = 0.422474, psi = 1.1 − 0.844949 = 0.255051
+    assert float(discordance(0.6, 0.5, 0.1)) == pytest.approx(0.255051, abs=1e-6)
+    assert float(planned_mde(1000, 0.6, 0.5)) > float(mde(1000, psi))
+
+
+@pytest.mark.parametrize(("n", "acc", "rho"), [(200, 0.7, 0.0), (1000, 0.6, 0.5), (400, 0.45, 0.3)])
+def test_mde_has_eighty_percent_simulated_power(n: int, acc: float, rho: float) -> None:
+    drop = float(planned_mde(n, acc, rho))
+    power = mcnemar_power(n, acc, rho, drop, panels=4000, seed=n)
+    assert power == pytest.approx(0.80, abs=0.03)
+
+
+def test_power_command() -> None:
+    res = CliRunner().invoke(main, ["power", "--items", "1000", "--acc", "0.6", "--rho", "0.5"])
+    assert res.exit_code == 0, res.output
+    assert "4.48 points" in res.output and "rho 0.50" in res.output
+    bad = CliRunner().invoke(main, ["power", "--items", "0", "--acc", "0.6"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_type_one_error_on_clustered_null_panels() -> None:
+    """2,000 panels of 57 subjects × 40 items with subject and item random effects and no
+    drop: the headline McNemar test and the subject-clustered test reject 4-6 %. Where
+    the variant's effect varies by subject (mean 0), McNemar over-rejects and only the
+    clustered test keeps its level."""
+    rng = np.random.default_rng(0)
+    null = power_sim.overall_rejections(*power_sim.clustered_panels(rng, 2000, 40))
+    assert 0.04 <= null["mcnemar"] <= 0.06
+    assert 0.04 <= null["clustered"] <= 0.06
+    het = power_sim.overall_rejections(*power_sim.clustered_panels(rng, 2000, 40, sd_drop=0.3))
+    assert 0.04 <= het["clustered"] <= 0.06
+    assert het["mcnemar"] > 0.07
+
+
+def test_bh_keeps_the_false_discovery_rate_under_q() -> None:
+    fdr, power = power_sim.bh_fdr(np.random.default_rng(1), 2000, 40)
+    assert fdr <= 0.05
+    assert power > 0.2  # the flag is not merely silent
