@@ -13,11 +13,17 @@ from nabench.cli.group import NabenchGroup
 from nabench.cli.model_flags import ModelFlags, model_options, run_options
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
+from nabench.core.out_guard import check_folder
 from nabench.llm import ResponseCache, write_stats
 from nabench.selfknow.classify import ClassificationSettings, classify_tasks
 from nabench.selfknow.generate import GenerationSettings, generate_tasks
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
-from nabench.selfknow.report import format_metrics_text, metrics_to_dict, write_report
+from nabench.selfknow.report import (
+    REPORT_OUT,
+    format_metrics_text,
+    metrics_to_dict,
+    write_report,
+)
 from nabench.selfknow.table import CANONICAL_COLUMNS, load_selfknow_table, parse_column_mapping
 from nabench.stage.hub_layout import write_parquet
 
@@ -65,6 +71,8 @@ def metrics_command(
     Top-level numbers and per-type metrics use --match; the JSON 'variants' object and the
     text table show both matching modes, labelled.
     """
+    if out is not None:  # before the table is read: a wrong --out costs nothing
+        check_folder(out, REPORT_OUT, [("the table", table)])
     frame = load_selfknow_table(table, parse_column_mapping(columns))
     primary = selfknow_metrics(frame, match=match)
     other: Match = "type" if match == "reason" else "reason"

@@ -5,7 +5,9 @@
   `*secret*`, `password`, ...) is replaced by `MASK`, and
 - every `scheme://user:password@host` URL inside a string loses its user info;
 plus the set of secret strings it removed, so text written beside the manifest (the card)
-can be scrubbed of the same values (`scrub`).
+can be scrubbed of the same values (`scrub`). Every JSON record nabench writes
+(`run.json`, summaries, stats) passes `redact` on its way to disk (`llm.write_json_atomic`);
+a backend shows its endpoint only through `mask_url`.
 """
 
 from __future__ import annotations
@@ -52,29 +54,49 @@ def _mask_urls(text: str, found: set[str]) -> str:
     return URL_USERINFO.sub(repl, text)
 
 
-def _walk(value: Any, found: set[str]) -> Any:
+def _walk(value: Any, found: set[str], by_key: bool = True) -> Any:
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            if isinstance(key, str) and is_secret_key(key) and item not in (None, "", False):
+            if (
+                by_key
+                and isinstance(key, str)
+                and is_secret_key(key)
+                and item not in (None, "", False)
+            ):
                 if isinstance(item, str) and len(item) >= 4:
                     found.add(item)
                 out[key] = MASK
             else:
-                out[key] = _walk(item, found)
+                out[key] = _walk(item, found, by_key)
         return out
     if isinstance(value, list | tuple):
-        return [_walk(v, found) for v in value]
+        return [_walk(v, found, by_key) for v in value]
     if isinstance(value, str):
         return _mask_urls(value, found)
     return value
 
 
-def redact(value: Any) -> Redacted:
-    """A copy of `value` with credentials masked, and the secret strings that were removed."""
+def redact(value: Any, by_key: bool = True) -> Redacted:
+    """A copy of `value` with credentials masked, and the secret strings that were removed.
+
+    `by_key=False` masks only URL credentials: for records whose keys are nabench's own
+    (a summary's `selected_token_confidence` is a number, not a token)."""
     found: set[str] = set()
-    clean = _walk(value, found)
+    clean = _walk(value, found, by_key)
     return Redacted(clean, frozenset(found))
+
+
+def mask_url(url: str) -> str:
+    """`url` without its `user:password@` part: the form every record and message shows."""
+    return _mask_urls(url, set())
+
+
+def url_secrets(url: str) -> frozenset[str]:
+    """The credential strings inside `url` (to scrub from error texts that quote them)."""
+    found: set[str] = set()
+    _mask_urls(url, found)
+    return frozenset(found)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

@@ -4,7 +4,8 @@ matter, card front matter.
 YAML is composed into nodes first and walked with the aliases expanded, so a billion-laughs
 file (nine nested aliases, 342 bytes, 387 million nodes) is refused after `max_nodes` visits
 instead of being expanded by whatever reads the data later; recursive aliases are refused by
-the same walk. JSON is parsed with integer literals capped at `max_int_digits` (Python's own
+the same walk, and so is a mapping key given twice (YAML would keep the last value
+silently). JSON is parsed with integer literals capped at `max_int_digits` (Python's own
 cap raises a bare ValueError far too late) and nesting capped at `max_depth`. Every failure is
 an `UnsafeInput` naming the file, on one line.
 """
@@ -120,9 +121,23 @@ def _check_yaml_nodes(root: yaml.Node, where: str, limits: ParseLimits) -> None:
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1) for child in node.value)
         elif isinstance(node, yaml.MappingNode):
+            _check_unique_keys(node, where)
             for key, value in node.value:
                 stack.append((key, depth + 1))
                 stack.append((value, depth + 1))
+
+
+def _check_unique_keys(node: yaml.MappingNode, where: str) -> None:
+    """A key given twice would silently take its last value: refused, naming its lines."""
+    seen: dict[tuple[str, str], int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.value == "<<":  # merge keys may repeat
+            continue
+        line = key.start_mark.line + 1
+        first = seen.get((key.tag, key.value))
+        if first is not None:
+            raise UnsafeInput(where, f"key {key.value!r} is given twice (lines {first} and {line})")
+        seen[(key.tag, key.value)] = line
 
 
 def _check_size(text: str, where: str, limits: ParseLimits) -> None:

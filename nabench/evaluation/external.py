@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import ParseLimits, load_json, load_json_file
 from nabench.evaluation.parsing import INVALID
 
 __all__ = [
@@ -55,6 +56,10 @@ class ExternalRun:
     config: str
     summary: dict[str, Any]
     responses: pd.DataFrame
+
+
+# lm-eval's results JSON carries every task's config; samples lines are one item each.
+HARNESS_LIMITS = ParseLimits(max_bytes=256 * 2**20, max_nodes=20_000_000, max_depth=64)
 
 
 def _slug(text: str) -> str:
@@ -115,10 +120,10 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise NabenchError(f"{path}:{n}: not JSON ({exc.msg})") from None
+                sample = load_json(line, f"{path}:{n}", HARNESS_LIMITS)
+                if not isinstance(sample, dict):
+                    raise NabenchError(f"{path}:{n}: not an lm-eval sample (no JSON object)")
+                yield sample
 
 
 def _lm_eval_item(sample: dict[str, Any], generative: bool) -> tuple[int, float, str]:
@@ -135,6 +140,11 @@ def _lm_eval_item(sample: dict[str, Any], generative: bool) -> tuple[int, float,
     if len(lls) != k:
         raise NabenchError(
             f"lm-eval sample {doc.get('id')!r}: {len(lls)} log-likelihoods, {k} options"
+        )
+    if not np.isfinite(lls).all():  # argmax over NaN picks option A; +inf wins any item
+        raise NabenchError(
+            f"lm-eval sample {doc.get('id')!r}: log-likelihoods {lls.tolist()} are not all "
+            "finite numbers"
         )
     code = int(np.argmax(lls))
     w = np.exp(lls - lls.max())
@@ -164,8 +174,15 @@ def _lm_eval_task(
         raw.append(text)
         codes.append(code)
         conf.append(c)
-        gold.append(int(doc["answer"]))
-        nch.append(len(doc["choices"]))
+        answer, k = doc["answer"], len(doc["choices"])
+        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < k:
+            # -1 indexed the letters from the end and was scored against gold 'Z'
+            raise NabenchError(
+                f"{samples_file}: sample {doc.get('id')!r} has answer {answer!r}, not an "
+                f"option index 0..{k - 1}"
+            )
+        gold.append(answer)
+        nch.append(k)
     mode = "generate" if generative else "loglik"
     run = f"lm-eval__{_slug(model)}" + ("__gen" if generative else "")
     df = _responses(
@@ -208,10 +225,9 @@ def read_lm_eval(path: Path) -> list[ExternalRun]:
     files = [path] if path.is_file() else sorted(path.rglob("results_*.json"))
     runs: list[ExternalRun] = []
     for f in files:
-        try:
-            res = json.loads(f.read_text("utf-8"))
-        except json.JSONDecodeError as exc:
-            raise NabenchError(f"{f}: not JSON ({exc.msg})") from None
+        res = load_json_file(f, HARNESS_LIMITS)  # depth and size bounded, one line if bad
+        if not isinstance(res, dict):
+            raise NabenchError(f"{f}: not an lm-eval results file (no JSON object)")
         meta = res.get("config") or {}
         model = _lm_eval_model(res)
         backend = f"lm-eval/{meta.get('model', '?')}"

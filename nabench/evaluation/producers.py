@@ -31,6 +31,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from nabench.core.errors import NabenchError
+from nabench.core.redact import mask_url
 from nabench.evaluation.items import EvalItems
 from nabench.evaluation.prompts import (
     DEFAULT_LOGPROBS_K,
@@ -69,9 +70,10 @@ _TOKEN_STRIP = " \t\n\r()."
 
 
 def backend_endpoint(backend: Backend) -> str:
-    """Where a backend's answers come from: the server URL, or ``in-process``."""
+    """Where a backend's answers come from: the server URL (credentials masked: it is
+    recorded in run.json and every summary), or ``in-process``."""
     url = getattr(backend, "base_url", None)
-    return str(url) if url else "in-process"
+    return mask_url(str(url)) if url else "in-process"
 
 
 @dataclass

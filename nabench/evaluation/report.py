@@ -48,6 +48,7 @@ from typing import Any
 import pandas as pd
 
 from nabench.core.atomic import atomic_file
+from nabench.core.out_guard import OutKind, check_folder
 from nabench.evaluation.headline import headline_redux, headline_table
 from nabench.evaluation.html import write_html
 from nabench.evaluation.members import pairing_notes, panel_notes, report_members
@@ -175,6 +176,18 @@ def report_json(report: Report) -> dict[str, Any]:
     )
 
 
+# What `write_report` writes: rewriting these loses nothing of the user's.
+_REPORT_FILES = frozenset({"report.md", "report.json", "report.html"})
+REPORT_OUT = OutKind(
+    "a nabench report (report.md, report.json, report.html, tables/, plots/)",
+    lambda rel, _path: (
+        rel in _REPORT_FILES
+        or (rel.startswith("tables/") and rel.count("/") == 1 and rel.endswith(".csv"))
+        or (rel.startswith("plots/") and rel.count("/") == 1 and rel.endswith(".png"))
+    ),
+)
+
+
 def write_report(
     paths: Sequence[str | Path],
     out: str | Path,
@@ -188,6 +201,7 @@ def write_report(
     """Load results, compute the tables, write CSVs, plots, ``report.md``, ``report.json``
     and (``html``) the self-contained ``report.html`` (:mod:`~nabench.evaluation.html`)."""
     out = Path(out)
+    check_folder(out, REPORT_OUT, [("the results folder", Path(p)) for p in paths])
     report = build_report(load_results(paths), min_coverage, protocol, labels, redux)
     tables_dir = out / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)

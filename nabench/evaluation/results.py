@@ -138,6 +138,40 @@ def _run_names(dirs: Sequence[Path]) -> dict[Path, str]:
     return {d: d.name if counts[d.name] == 1 else f"{d.parent.name}/{d.name}" for d in dirs}
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
+
+
+def _read_responses(parquet: Path) -> tuple[pa.Table, set[str]]:
+    """A run's responses: every report column present, scores finite numbers in [0, 1];
+    anything else is one error line naming the file (never Arrow's bare exception)."""
+    try:
+        with pq.ParquetFile(parquet) as pf:  # one open; half the cost of read_table's path
+            names = set(pf.schema_arrow.names)
+            missing = [c for c in _COLUMNS if c not in names]
+            if missing:
+                raise NabenchError(
+                    f"{parquet}: not an eval responses file (missing column(s) "
+                    f"{', '.join(missing)})"
+                )
+            optional = [c for c in ("source_id", *_TEXT_COLUMNS) if c in names]
+            table = pf.read(columns=_COLUMNS + optional)
+        score = table.column("score").cast(pa.float64())
+    except NabenchError:
+        raise
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise NabenchError(f"{parquet}: cannot read the responses ({_first_line(exc)})") from None
+    bad = pc.sum(pc.invert(pc.fill_null(pc.and_(pc.greater_equal(score, 0.0),
+                                                pc.less_equal(score, 1.0)), False)))  # fmt: skip
+    if bad.as_py():
+        raise NabenchError(
+            f"{parquet}: {bad.as_py()} score(s) missing, NaN, infinite or outside [0, 1]; "
+            "a report over them would be wrong: rerun `nabench eval` for this config"
+        )
+    return table.set_column(table.schema.get_field_index("score"), "score", score), names
+
+
 def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table]:
     summary = load_json_file(summary_path)  # one line naming the file if it is not JSON
     if not isinstance(summary, dict) or not isinstance(summary.get("config"), str):
@@ -146,10 +180,7 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
     parquet = summary_path.with_name(f"{config}.parquet")
     if not parquet.is_file():
         raise NabenchError(f"{summary_path} has no responses file {parquet.name}")
-    with pq.ParquetFile(parquet) as pf:  # one open; half the cost of read_table's dataset path
-        names = set(pf.schema_arrow.names)
-        optional = [c for c in ("source_id", *_TEXT_COLUMNS) if c in names]
-        table = pf.read(columns=_COLUMNS + optional)
+    table, names = _read_responses(parquet)
     n = table.num_rows
     source_id = table.column("source_id" if "source_id" in names else "id")  # older results
     # the predicted letter (kappa between configs) and the raw output (the item browser);
@@ -180,6 +211,18 @@ def _summary_row(summary: dict[str, Any], run: str, config: str) -> dict[str, An
         **{k: summary.get(k) for k in RUN_SETTINGS},
         "model_revision": summary.get("model_revision"),
     }
+
+
+def _read_external(path: Path) -> list[ExternalRun]:
+    """A harness log's runs; a malformed log is one error line naming it."""
+    try:
+        return list(read_external(path))
+    except NabenchError:
+        raise
+    except (OSError, pa.ArrowException, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise NabenchError(
+            f"{path}: not a readable lm-eval / inspect log ({_first_line(exc)})"
+        ) from None
 
 
 def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
@@ -219,7 +262,7 @@ def load_results(paths: Sequence[str | Path]) -> Results:
             rows.append(row)
             tables.append(table)
     for path in external:
-        for ext in read_external(path):
+        for ext in _read_external(path):
             row, table = _external_config(ext)
             rows.append(row)
             tables.append(table)

@@ -24,10 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from nabench.core.errors import NabenchError
+from nabench.core.out_guard import OutKind, check_folder
 from nabench.core.safe_load import load_json_file
 from nabench.llm import write_json_atomic
 
-__all__ = ["RUN_FILE", "model_slug", "read_settings", "resolve_run_dir", "write_settings"]
+__all__ = [
+    "RUN_FILE",
+    "check_results_out",
+    "model_slug",
+    "read_settings",
+    "resolve_run_dir",
+    "write_settings",
+]
 
 RUN_FILE = "run.json"
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -103,12 +111,30 @@ def resolve_run_dir(out: Path, name: str | None, default: str, settings: Mapping
                 f"results folder {run_dir} holds a run with other settings ({'; '.join(diff)}); "
                 "choose another --run-name"
             )
+        check_folder(run_dir, RUN_OUT)
         return run_dir
     for candidate in _candidates(default, str(settings.get("backend"))):
         old = read_settings(out / candidate)
         if old is None or not _differences(old, settings):
+            check_folder(out / candidate, RUN_OUT)
             return out / candidate
     raise AssertionError("unreachable")  # _candidates is infinite
+
+
+# `--out` is a results root: run folders only (lm-eval/inspect logs kept beside them are
+# folders too); a run folder holds what `nabench eval` writes and nothing else.
+RESULTS_ROOT = OutKind("a results folder (one folder per run)", lambda _rel, _path: True, True)
+RUN_OUT = OutKind(
+    "an eval run folder (run.json, <config>.parquet, <config>.summary.json)",
+    lambda rel, _path: "/" not in rel and (rel == RUN_FILE or rel.endswith((".parquet", ".json"))),
+)
+
+
+def check_results_out(out: Path, dataset: str) -> None:
+    """Refuse an `--out` that is a file, a link, home, a folder with files of its own at the
+    top (a project, a build) or the dataset being evaluated, before the backend starts."""
+    local = Path(dataset)
+    check_folder(out, RESULTS_ROOT, [("the dataset", local)] if local.exists() else [])
 
 
 def write_settings(

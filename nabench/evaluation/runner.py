@@ -40,7 +40,12 @@ from nabench.evaluation.prompts import (
     Mode,
     PromptFormat,
 )
-from nabench.evaluation.run_identity import model_slug, resolve_run_dir, write_settings
+from nabench.evaluation.run_identity import (
+    check_results_out,
+    model_slug,
+    resolve_run_dir,
+    write_settings,
+)
 from nabench.evaluation.scoring import DEFAULT_INVALID_CREDIT
 from nabench.evaluation.strategies import get_strategy
 from nabench.llm import Backend, ResponseCache
@@ -283,6 +288,7 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         raise NabenchError("--limit and --sample exclude each other: use one of them")
     if options.prompt_format == "lm-eval" and options.mode != "loglik":
         raise NabenchError("--prompt-format lm-eval is scored by log-probabilities: --mode loglik")
+    check_results_out(Path(options.out), options.dataset)
     protocol = eval_protocol(options)
     options = protocol_options(options, protocol)
     configs = eval_configs(options.dataset, options.revision, options.configs)

@@ -7,7 +7,11 @@ retried attempt is counted in `counters.retries` by an httpx request hook readin
 number the client sends (`x-stainless-retry-count`). JSON mode adapts to the server:
 `json_schema` (OpenAI, vLLM) or `json_object` + `schema` (llama-cpp-python); `auto`
 reads `owned_by` of /v1/models and falls back to `json_object` on a 400/422.
-The API key is never printed or logged.
+The API key is never printed or logged, nor the `user:password@` of the base URL
+(`base_url` stays whole for the requests; records and messages show `mask_url`'s form).
+Every request is bounded (`_http_limits`): `connect_timeout_s` (30 s) per connect,
+`timeout_s` (120 s) per attempt including the whole body, `total_timeout_s` (600 s) for the
+request with all its retries, and `max_response_mb` (8 MiB) per response.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from nabench.core.errors import NabenchError
+from nabench.core.redact import mask_url, scrub, url_secrets
 
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob
@@ -36,10 +41,14 @@ def _import_openai() -> Any:
     return openai
 
 
-def _error_text(exc: BaseException) -> str:
+def _error_text(exc: BaseException, secrets: frozenset[str] = frozenset()) -> str:
     status = getattr(exc, "status_code", None)
     msg = str(exc).splitlines()[0][:500] if str(exc) else ""
-    return f"{type(exc).__name__}" + (f" ({status})" if status else "") + f": {msg}"
+    cause = exc.__cause__
+    if type(cause).__name__ in ("ResponseTooLarge", "ReadTimeout", "ConnectTimeout"):
+        msg = f"{msg} ({cause})"  # the client's own text ("Connection error.") hides why
+    text = f"{type(exc).__name__}" + (f" ({status})" if status else "") + f": {msg}"
+    return scrub(text, secrets)
 
 
 def _logprobs_chat(choice: Any) -> tuple[TokenLogprob, ...] | None:
@@ -90,6 +99,9 @@ class OpenAIBackend(Backend):
         max_retries: int = 5,
         timeout_s: float = 120.0,
         json_mode: JsonMode = "auto",
+        connect_timeout_s: float = 30.0,
+        total_timeout_s: float = 600.0,
+        max_response_mb: float = 8.0,
     ) -> None:
         super().__init__()
         if concurrency < 1:
@@ -97,20 +109,31 @@ class OpenAIBackend(Backend):
         if json_mode not in ("auto", "json_schema", "json_object"):
             raise NabenchError(f"json_mode must be auto, json_schema or json_object: {json_mode}")
         self._openai = _import_openai()
+        from . import _http_limits as bounds  # loaded with the backend: the client comes first
+
+        self._bounds = bounds
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1"
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.timeout_s = timeout_s
+        self.limits = bounds.Limits(
+            connect_s=float(connect_timeout_s),
+            attempt_s=float(timeout_s),
+            total_s=float(total_timeout_s),
+            max_response_bytes=int(float(max_response_mb) * bounds.MiB),
+        )
+        self._secrets = url_secrets(self.base_url)
         self.json_mode: JsonMode = json_mode
         self._json_mode_resolved = json_mode != "auto"
         self._lock = threading.Lock()
         self._client = self._openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            max_retries=max_retries,
-            timeout=timeout_s,
+            max_retries=self.limits.retries(max_retries),
+            timeout=self.limits.httpx_timeout(),
             http_client=self._openai.DefaultHttpxClient(
-                event_hooks={"request": [self._count_retry]}
+                event_hooks={"request": [self._count_retry]},
+                transport=bounds.BoundedTransport(self.limits),
             ),
         )
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai")
@@ -122,7 +145,7 @@ class OpenAIBackend(Backend):
         self.model_id = model_id or self.model
 
     def __repr__(self) -> str:  # never show the key
-        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAIBackend(model={self.model!r}, base_url={mask_url(self.base_url)!r})"
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -138,7 +161,7 @@ class OpenAIBackend(Backend):
     def _first_model(self) -> str:
         page = self._client.models.list()
         if not page.data:
-            raise NabenchError(f"server at {self.base_url} lists no models")
+            raise NabenchError(f"server at {mask_url(self.base_url)} lists no models")
         return str(page.data[0].id)
 
     def _resolve_json_mode(self) -> None:
@@ -207,9 +230,10 @@ class OpenAIBackend(Backend):
 
     def _one(self, req: ChatRequest) -> Completion:
         try:
-            return self._call(req)
+            with self._bounds.total_deadline(self.limits.total_s):
+                return self._call(req)
         except Exception as exc:  # after the client's own retries; never raised out of a batch
-            return Completion(error=_error_text(exc))
+            return Completion(error=_error_text(exc, self._secrets))
         finally:
             self._request_done()
 

@@ -30,6 +30,7 @@ from nabench.core.errors import NabenchError
 
 from ._cache import ResponseCache
 from ._engine import Engine, Finished, Work, register_engine
+from ._ray_limits import BoundedSessionFactory
 from ._types import Backend, ChatRequest, Completion, TokenLogprob, canonical_json
 
 # Columns of a result shard: enough to write the cache row without the request object.
@@ -298,6 +299,7 @@ class RayEngine(Engine):
                 qps=self.settings.qps,
                 max_retries=self.settings.max_retries,
                 base_retry_wait_time_in_s=self.settings.retry_wait_s,
+                session_factory=_session_factory(backend),
             )
             processor = build_processor(
                 config, preprocess=_http_request_row, postprocess=completion_row
@@ -308,6 +310,14 @@ class RayEngine(Engine):
         dataset.write_parquet(str(out))
         finished = [r for f in sorted(out.glob("*.parquet")) for r in _read_shard(f)]
         return {r["key"]: _completion(r) for r in finished}
+
+
+def _session_factory(backend: Backend) -> BoundedSessionFactory:
+    """The backend's own request bounds (connect, per attempt, response size) for Ray."""
+    from ._http_limits import Limits
+
+    limits = getattr(backend, "limits", None) or Limits()
+    return BoundedSessionFactory(limits.connect_s, limits.attempt_s, limits.max_response_bytes)
 
 
 def _read_shard(path: Path) -> list[dict[str, Any]]:

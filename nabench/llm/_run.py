@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
+from nabench.core.redact import redact
 
 from ._cache import ResponseCache
 from ._engine import Engine, LocalEngine
@@ -138,8 +139,10 @@ def run_cached(
 
 
 def write_json_atomic(data: Any, path: str | Path) -> Path:
-    """Write `data` as JSON to `path` atomically (temp file in the same dir + os.replace)."""
+    """Write `data` as JSON to `path` atomically (temp file in the same dir + os.replace);
+    URL credentials anywhere in `data` are masked first (no record ever carries them)."""
     path = Path(path)
+    data = redact(data, by_key=False).value
     with atomic_file(path) as tmp, tmp.open("w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, sort_keys=True)
         fh.write("\n")

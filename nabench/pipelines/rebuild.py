@@ -16,7 +16,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import UnsafeInput
 from nabench.pipelines.question_inference import NEW_CONFIGS as QI_CONFIGS
 from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.skeleton import BuildOptions
@@ -154,8 +156,8 @@ def _row_differences(rel: str, mine: Path, theirs: Path) -> list[Violation]:
     """Rows of `mine` that differ from the rebuilt rows of the same id (fields named), and
     ids only one side has."""
     try:
-        a = pq.read_table(mine)
-    except (OSError, pa.ArrowException) as exc:
+        a = read_parquet(mine)  # the build under test: bounded before decoding
+    except (OSError, pa.ArrowException, UnsafeInput) as exc:
         return [Violation(rel, -1, "-", RULE, f"unreadable ({type(exc).__name__})")]
     b = pq.read_table(theirs)
     if a.schema.equals(b.schema) and a.equals(b):

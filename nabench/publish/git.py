@@ -13,10 +13,20 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nabench.publish.plan import MANIFEST, README, PublishError, PublishPlan, RemoteState, make_plan
+from nabench.core.card_seal import card_sha256
+from nabench.publish.plan import (
+    MANIFEST,
+    README,
+    PublishError,
+    PublishPlan,
+    RemoteState,
+    make_plan,
+    sha256_bytes,
+)
 
 BRANCH = "main"
 _ENV = {
@@ -149,6 +159,32 @@ def _check_clean(repo: Path) -> None:
         raise PublishError(f"{repo}: the work tree has uncommitted changes; commit or stash them")
 
 
+def _clashes(path: str, written: Iterable[str]) -> bool:
+    """`path` (a file, or a folder git lists whole) is, holds or lies inside a written path."""
+    return any(w == path or w.startswith(path + "/") or path.startswith(w + "/") for w in written)
+
+
+def _check_untouched(repo: Path, tree: Iterable[str], deletes: Iterable[str]) -> None:
+    """Refuse when moving the work tree to the release would overwrite or delete a file git
+    does not track (untracked or ignored) at a path the release writes or deletes, or at a
+    folder/file clash with one (`reset --hard` on a fresh repository would replace it)."""
+    if _is_bare(repo):
+        return
+    raw = _git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--ignored").stdout
+    loose = [
+        e[3:].decode("utf-8", "surrogateescape")
+        for e in raw.split(b"\0")
+        if e[:3] in (b"?? ", b"!! ")
+    ]
+    written = {*tree, *deletes}
+    clash = sorted(f for f in loose if _clashes(f.rstrip("/"), written))
+    if clash:
+        raise PublishError(
+            f"{repo}: the release would overwrite {len(clash)} untracked or ignored file(s) "
+            f"({', '.join(clash[:3])}); nothing was published: move them away or commit them"
+        )
+
+
 def publish_to_git(
     staged: Path, path: Path, repo_id: str, *, version: str | None = None
 ) -> GitResult:
@@ -160,24 +196,18 @@ def publish_to_git(
     plan = make_plan(staged, repo_id, version=version, remote=state)
     check_tag_name(plan.tag)
     kept = [p for p in state.files if p not in plan.tree and p not in plan.deletes]
-
+    _check_untouched(repo, plan.tree, plan.deletes)
+    entries = _entries(repo, plan, state.head, kept)
     with tempfile.TemporaryDirectory(prefix="nabench-index-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        entries = []
-        for f in plan.adds:
-            oid = (
-                _git(repo, "hash-object", "-w", "--stdin", stdin=f.content).stdout.decode().strip()
-            )
-            entries.append(f"100644 {oid}\t{f.path}")
-        if kept and state.head:
-            for line in _out(repo, "ls-tree", "-r", state.head, "--", *kept).splitlines():
-                mode_type_oid, _, name = line.partition("\t")
-                mode, _, oid_kept = mode_type_oid.split()
-                entries.append(f"{mode} {oid_kept}\t{name}")
-        _git(
-            repo, "update-index", "--index-info", stdin="\n".join(entries).encode() + b"\n", env=env
+        # -z: a path is NUL-terminated, so no byte in it can start another index entry.
+        index_info = b"".join(
+            f"{m} {o}\t{p}".encode("utf-8", "surrogateescape") + b"\0"
+            for p, (m, o) in entries.items()
         )
+        _git(repo, "update-index", "-z", "--index-info", stdin=index_info, env=env)
         tree = _out_env(repo, env, "write-tree")
+    _verify_tree(repo, tree, entries)
     args = ["commit-tree", tree, "-m", plan.commit_message, "-m", plan.commit_description]
     if state.head:
         args[2:2] = ["-p", state.head]
@@ -207,6 +237,91 @@ def publish_to_git(
             f"commit {commit} is on {branch} but untagged"
         )
     return GitResult(repo, plan.tag, commit, plan)
+
+
+def _check_path(path: str) -> None:
+    """A release path is relative, inside the tree and free of control characters (git's
+    text plumbing would split or rename it)."""
+    parts = path.split("/")
+    if (
+        not path
+        or any(ord(c) < 32 or ord(c) == 127 for c in path)
+        or path.startswith("/")
+        or any(p in ("", ".", "..", ".git") for p in parts)
+    ):
+        raise PublishError(
+            f"path {path!r} is not a plain relative path inside the release (control "
+            "character, '..', '.git' or absolute); nothing was published"
+        )
+
+
+def _entries(
+    repo: Path, plan: PublishPlan, head: str | None, kept: list[str]
+) -> dict[str, tuple[str, str]]:
+    """{path: (mode, blob id)} of the release tree: the plan's files as regular files, plus
+    the target's kept files (regular files only: never a link or a submodule)."""
+    entries: dict[str, tuple[str, str]] = {}
+    for f in plan.adds:
+        _check_path(f.path)
+        oid = _git(repo, "hash-object", "-w", "--stdin", stdin=f.content).stdout.decode().strip()
+        entries[f.path] = ("100644", oid)
+    if kept and head:
+        raw = _git(repo, "ls-tree", "-r", "-z", head, "--", *kept).stdout
+        for line in filter(None, raw.split(b"\0")):
+            meta, _, name_b = line.partition(b"\t")
+            mode, _, oid = meta.decode().split()
+            name = name_b.decode("utf-8", "surrogateescape")
+            _check_path(name)
+            if mode not in ("100644", "100755"):
+                raise PublishError(
+                    f"{repo}: {name} at the head is not a regular file (mode {mode}: a link or "
+                    "submodule); a release holds plain files only; nothing was published"
+                )
+            entries[name] = (mode, oid)
+    return entries
+
+
+def _verify_tree(repo: Path, tree: str, entries: dict[str, tuple[str, str]]) -> None:
+    """The written tree is exactly `entries`, and every file build.json lists hashes to its
+    recorded sha256: checked before the branch or the tag moves."""
+    raw = _git(repo, "ls-tree", "-r", "-z", tree).stdout
+    found: dict[str, tuple[str, str]] = {}
+    for line in filter(None, raw.split(b"\0")):
+        meta, _, name = line.partition(b"\t")
+        mode, _, oid = meta.decode().split()
+        found[name.decode("utf-8", "surrogateescape")] = (mode, oid)
+    if found != entries:
+        odd = sorted(set(found) ^ set(entries)) or sorted(
+            p for p in found if found[p] != entries.get(p)
+        )
+        raise PublishError(
+            f"{repo}: the written tree differs from the validated one at "
+            f"{', '.join(map(repr, odd[:3]))}; nothing was published"
+        )
+    blobs = _blobs(repo, [oid for _, oid in found.values()])
+    manifest = json.loads(blobs[found[MANIFEST][1]]) if MANIFEST in found else {}
+    for rel, digest in (manifest.get("files") or {}).items():
+        data = blobs.get(found[rel][1]) if rel in found else None
+        actual = None if data is None else (card_sha256 if rel == README else sha256_bytes)(data)
+        if actual != digest:
+            raise PublishError(
+                f"{repo}: {rel!r} in the written tree does not match {MANIFEST}'s sha256; "
+                "nothing was published"
+            )
+
+
+def _blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
+    """{blob id: bytes} read back from the object store (`cat-file --batch`)."""
+    out = _git(repo, "cat-file", "--batch", stdin="".join(f"{o}\n" for o in oids).encode()).stdout
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(out):
+        head_end = out.index(b"\n", pos)
+        oid, _kind, size = out[pos:head_end].decode().split()
+        start = head_end + 1
+        blobs[oid] = out[start : start + int(size)]
+        pos = start + int(size) + 1
+    return blobs
 
 
 def _out_env(repo: Path, env: dict[str, str], *args: str) -> str:

@@ -143,6 +143,10 @@ def staged_files(staged: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
             raise PublishError(f"{staged}: {rel} is a symlink; a release holds plain files only")
         if path.is_dir():
             continue
+        if not path.is_file():  # a FIFO would block the read, a device read without end
+            raise PublishError(
+                f"{staged}: {rel} is not a regular file; a release holds plain files only"
+            )
         if rel == MANIFEST:
             continue
         if rel not in expected:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 # Hub licence identifiers a contribution may use (the release inherits the source's licence,
 # so a contribution must be at least as permissive as the data it perturbs).
@@ -55,8 +55,18 @@ class ContributionHeader(BaseModel):
     description: StrictStr = Field(min_length=10, description="What the perturbation does, why.")
     source: ContributionSource
     data: list[SafeFileName] = Field(
-        min_length=1, description="Row files (.jsonl or .parquet) in this folder."
+        min_length=1, description="Row files (.jsonl or .parquet) in this folder, each once."
     )
+
+    @field_validator("data")
+    @classmethod
+    def _each_file_once(cls, files: list[str]) -> list[str]:
+        # A file listed twice was read twice: its rows counted and published twice.
+        twice = sorted({f for f in files if files.count(f) > 1})
+        if twice:
+            raise ValueError(f"lists {', '.join(twice)} more than once")
+        return files
+
     tests: SafeFileName = Field(default="tests.json", description="Golden pairs file.")
     parameters: dict[StrictStr, Any] = Field(
         default_factory=dict,

@@ -26,7 +26,8 @@ def _check_semver(value: str) -> str:
 SemVer = Annotated[str, AfterValidator(_check_semver)]
 # Seeds are stored in int64 columns (`seed`); a larger one would overflow at write time.
 INT64_MAX = 2**63 - 1
-Seed = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
+# strict: `seed: true` is not the seed 1, nor "7" the seed 7.
+Seed = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX, strict=True)]
 
 
 class _Spec(BaseModel):

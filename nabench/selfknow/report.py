@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nabench.core.cells import fmt_value
+from nabench.core.out_guard import OutKind
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, TypeMetrics
 from nabench.selfknow.scores import SelfKnowledgeCounts, SelfKnowledgeScores
 
@@ -271,6 +272,15 @@ def _bar_chart(path: Path, title: str, scores: SelfKnowledgeScores) -> None:
         figure.savefig(path, dpi=100)
     finally:
         plt.close(figure)
+
+
+# What `write_report` writes: a user folder holding only these loses nothing when rewritten.
+REPORT_OUT = OutKind(
+    "a self-knowledge report (report.md, metrics.json, type_*.png)",
+    lambda rel, _path: (
+        rel in ("report.md", "metrics.json") or (rel.startswith("type_") and rel.endswith(".png"))
+    ),
+)
 
 
 def write_report(

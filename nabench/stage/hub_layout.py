@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
+from nabench.core.out_guard import OutLock, check_out, remove_stale, say
 from nabench.core.portable import portable_text, portable_tree
 from nabench.core.redact import redact, scrub
 from nabench.core.version import __version__
@@ -38,7 +39,6 @@ from nabench.stage.exports.lm_eval_tasks import (
     lm_eval_card_section,
     lm_eval_files,
 )
-from nabench.stage.out_guard import OutLock, check_out, remove_stale, say
 
 MANIFEST = "build.json"
 WRITERS = min(4, os.cpu_count() or 1)  # StagingArea's background parquet writers
@@ -135,9 +135,10 @@ class StagingArea:
         self._lock = OutLock(self.out)
         self._lock.acquire()
         try:
-            self.previous = check_out(self.out)
+            # Collected first: an interrupted swap's previous tree is restored, then checked.
             for stale in remove_stale(self.out):
                 say(f"removed {stale.name}, left behind by an interrupted build of {self.out}")
+            self.previous = check_out(self.out)
             self.root = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
         except BaseException:
             self._lock.release()

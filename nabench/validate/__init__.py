@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import UnsafeInput
 from nabench.schemas.tables import ARROW_SCHEMAS
 from nabench.validate.artifacts import check_artifacts, prompt_type_counts
 from nabench.validate.build_tree import (
@@ -35,13 +36,15 @@ def read_rows(path: Path) -> pa.Table:
     """A parquet or JSONL file as an Arrow table (a clear error if unreadable)."""
     try:
         if path.suffix == ".parquet":
-            return pq.read_table(path)
+            return read_parquet(path)  # bounded before decoding (a 71 KB bomb took 2 GB)
         if path.suffix in {".jsonl", ".json"}:
             import pandas as pd
 
             return pa.Table.from_pandas(
                 pd.read_json(path, lines=True, dtype=False), preserve_index=False
             )
+    except UnsafeInput:
+        raise
     except Exception as exc:
         raise NabenchError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
     raise NabenchError(f"{path}: expected a .parquet or .jsonl file")

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
 from nabench.perturb import BUILDERS
 from nabench.schemas.check import table_violations
@@ -267,7 +268,7 @@ def read_parts(root: Path, report: ValidationReport) -> list[Part]:
         for path in paths:
             rel = path.relative_to(root).as_posix()
             try:
-                table = pq.read_table(path)
+                table = read_parquet(path)  # bounded before decoding (bombs)
             except Exception as exc:  # one unreadable file never hides the others
                 report.violations.append(
                     Violation(

@@ -72,7 +72,10 @@ def test_lm_eval_samples_map_to_nabench_ids_and_lm_evals_own_acc(
 
 def test_unreadable_results_are_one_line_errors(tmp_path: Path) -> None:
     (tmp_path / "results_x.json").write_text("{not json")
-    with pytest.raises(NabenchError, match="not JSON"):
+    with pytest.raises(NabenchError, match=r"results_x\.json: invalid JSON at line 1"):
+        read_external(tmp_path)
+    (tmp_path / "results_x.json").write_text("[" * 100_000)  # issue 24: deep JSON, one line
+    with pytest.raises(NabenchError, match=r"results_x\.json: nested deeper than 64"):
         read_external(tmp_path)
     (tmp_path / "results_x.json").write_text(json.dumps({"configs": {"t": {"metadata": {}}}}))
     with pytest.raises(NabenchError, match="no lm-eval results of nabench tasks"):
@@ -110,3 +113,21 @@ def test_lm_eval_results_reach_the_report_beside_a_nabench_run(
         f"model lm-eval/dummy dummy: used run lm-eval__dummy ({2 * N} answers); left out its "
         f"other run(s) lm-eval__dummy__gen ({N} answers)"
     ]
+
+
+@pytest.mark.parametrize("answer", [-1, 4, True])
+def test_an_lm_eval_answer_outside_the_options_is_refused(
+    lm_eval_dummy: Path, tmp_path: Path, answer: object
+) -> None:
+    """Issue 24: an answer of -1 was scored against gold 'Z' (letters indexed from the end)."""
+    import shutil
+
+    copy = tmp_path / "logs"
+    shutil.copytree(lm_eval_dummy, copy)
+    samples = next(p for p in copy.rglob(f"samples_{GROUP}_original_2*.jsonl"))
+    lines = samples.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["doc"]["answer"] = answer
+    samples.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    with pytest.raises(NabenchError, match=r"has answer .*, not an option index 0\.\.3"):
+        read_external(copy)

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 from safety_helpers import REPO, build_args, hidden, nabench, tree_bytes
 
+from nabench.core.out_guard import OutError, OutLock
 from nabench.stage.hub_layout import StagedTable, StagingArea
-from nabench.stage.out_guard import OutError, OutLock
 
 
 def _user_files(folder: Path) -> dict[str, bytes]:

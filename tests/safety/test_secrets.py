@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from safety_helpers import build_args, nabench, write_recipe
+from safety_helpers import build_args, http_server, nabench, write_recipe
 
 from nabench.core.redact import MASK, redact, scrub
 
@@ -110,3 +110,33 @@ def test_secrets_with_a_real_llama_cpp_server(
     manifest = json.loads((out / "build.json").read_text())
     assert manifest["labels"]["mode"] == "llm" and manifest["labels"]["runs"]
     _assert_no_secret(out)
+
+
+def _failing_server(method: str, path: str, body: bytes) -> tuple[int, dict[str, object] | str]:
+    return 500, {"error": {"message": "model server down"}}
+
+
+@pytest.mark.parametrize("via", ["flag", "env"])
+def test_eval_never_writes_base_url_credentials(
+    plain_build: Path, tmp_path: Path, via: str
+) -> None:
+    """Issue 24, finding 5: `user:sk-…@` of --base-url / OPENAI_BASE_URL reached run.json and
+    every summary, before the run even failed."""
+
+    secret = "sk-secret-9d8c7b6a5f4e"
+    out = tmp_path / "results"
+    with http_server(_failing_server) as url:
+        with_key = url.replace("http://", f"http://user:{secret}@") + "/v1"
+        flag = ["--base-url", with_key] if via == "flag" else []
+        env = {"OPENAI_BASE_URL": with_key} if via == "env" else {}
+        run = nabench("eval", str(plain_build), "--backend", "openai", "--model", "tiny",
+                      *flag, "--option", "max_retries=0", "--out", str(out),
+                      "--cache", str(out / "cache.sqlite"), "--config", "original",
+                      "--limit", "3", "--quiet", env=env)  # fmt: skip
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name == "run.json" for p in written), (run.code, run.stderr)
+    for path in written:
+        assert secret.encode() not in path.read_bytes(), f"{secret} in {path}"
+    assert secret not in run.stdout + run.stderr
+    run_json = json.loads(next(p for p in written if p.name == "run.json").read_text())
+    assert run_json["settings"]["endpoint"].startswith(f"http://{MASK}@127.0.0.1:")

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from nabench.core.errors import NabenchError
+from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
 from nabench.stage.exports.lm_eval_tasks import (
+    GEN_TEMPLATE,
+    TEMPLATE,
     DataSource,
     HubData,
     LmEvalSpec,
@@ -69,19 +72,44 @@ class Exported:
     files: tuple[Path, ...]
 
 
+def _is_task_file(rel: str, path: Path) -> bool:
+    """A file an earlier export wrote: one of its two templates, or a top-level task YAML
+    naming nabench (every task's metadata does)."""
+    if "/" in rel or not rel.endswith(("yaml", "yml")):
+        return False
+    if rel in (TEMPLATE, GEN_TEMPLATE):
+        return True
+    try:
+        return b"nabench" in path.read_bytes()[:65536]
+    except OSError:
+        return False
+
+
+EXPORT = OutKind("an lm-eval export (nabench task YAMLs)", _is_task_file)
+
+
 def export_lm_eval(build: str | Path, out: Path, revision: str | None = None) -> Exported:
-    """Write the tasks into ``out`` (replaced as a whole, atomically)."""
+    """Write the tasks into ``out`` (replaced as a whole, atomically): only a new or empty
+    folder or an earlier export, never the build itself, a folder around it or a link."""
     spec, source = resolve_lm_eval_source(build, revision)
     files = lm_eval_files(spec, source)
-    out = Path(out).resolve()
+    out = Path(out).expanduser().absolute()
+    local = [("the build", source.root)] if isinstance(source, LocalData) else []
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    tmp.chmod(0o755)
+    lock = OutLock(out)
+    lock.acquire()
     try:
-        for rel, data in files.items():
-            (tmp / Path(rel).name).write_bytes(data)  # flat: the folder is --include_path
-        swap_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        remove_stale(out)  # first: an interrupted swap's earlier export is put back
+        check_folder(out, EXPORT, local)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        tmp.chmod(0o755)
+        try:
+            for rel, data in files.items():
+                (tmp / Path(rel).name).write_bytes(data)  # flat: the folder is --include_path
+            swap_into_place(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    finally:
+        lock.release()
     return Exported(spec, source, tuple(out / Path(rel).name for rel in files))

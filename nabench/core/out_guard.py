@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -23,7 +24,16 @@ from typing import Any
 from nabench.core.console import say
 from nabench.core.errors import NabenchError
 
-__all__ = ["OutError", "OutLock", "PreviousBuild", "check_out", "remove_stale", "say"]
+__all__ = [
+    "OutError",
+    "OutKind",
+    "OutLock",
+    "PreviousBuild",
+    "check_folder",
+    "check_out",
+    "remove_stale",
+    "say",
+]
 
 MANIFEST = "build.json"
 # Folders a pipeline writes into its build after staging (derived from the staged tables and
@@ -64,17 +74,27 @@ def _shown(names: list[str]) -> str:
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
-def check_out(out: Path) -> PreviousBuild | None:
-    """The build `out` holds (None if `out` is new or an empty folder); OutError otherwise."""
+def _check_place(out: Path, what: str) -> bool:
+    """Refuse a link, a file, home or root as `out`; whether `out` exists (as a folder).
+
+    Checked on the path as given, before anything resolves it: `resolve()` follows a link,
+    and a link's target is someone else's folder."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise OutError(
-            f"--out {out} is a file or a link, not a build folder; nothing was written "
-            "(choose a new folder, e.g. build/NAME)"
+            f"--out {out} is a file or a link, not {what}; nothing was written "
+            "(choose a new folder)"
         )
     if not out.exists():
-        return None
-    if out in (Path.home().resolve(), Path(out.anchor)):
+        return False
+    if out.resolve() in (Path.home().resolve(), Path(out.anchor)):
         raise OutError(f"--out {out} is your home or the root folder; choose a new folder")
+    return True
+
+
+def check_out(out: Path) -> PreviousBuild | None:
+    """The build `out` holds (None if `out` is new or an empty folder); OutError otherwise."""
+    if not _check_place(out, "a build folder"):
+        return None
     top = sorted(p.name for p in islice(out.iterdir(), 50))
     if not top:
         return None
@@ -104,8 +124,24 @@ def check_out(out: Path) -> PreviousBuild | None:
     )
 
 
+def _restore_interrupted(out: Path) -> Path | None:
+    """A build killed between the swap's two renames left the previous tree in
+    `.NAME.old-*/tree` and no `out`: put it back (deleting it lost both trees)."""
+    if out.exists() or out.is_symlink():
+        return None
+    olds = [p / "tree" for p in out.parent.glob(f".{out.name}.old-*") if (p / "tree").is_dir()]
+    if not olds:
+        return None
+    latest = max(olds, key=lambda p: p.stat().st_mtime)
+    os.rename(latest, out)
+    return out
+
+
 def remove_stale(out: Path) -> list[Path]:
-    """Delete temp folders earlier builds of `out` left (call only while holding the lock)."""
+    """Delete temp folders earlier builds of `out` left (call only while holding the lock);
+    a previous build an interrupted swap moved aside is restored to `out` first."""
+    if _restore_interrupted(out) is not None:
+        say(f"restored {out}: a build was interrupted while replacing it")
     removed = []
     for pattern in (f".{out.name}.tmp-*", f".{out.name}.old-*"):
         for path in out.parent.glob(pattern):
@@ -165,3 +201,67 @@ class OutLock:
         self.path.unlink(missing_ok=True)
         os.close(self._fd)
         self._fd = None
+
+
+@dataclass(frozen=True)
+class OutKind:
+    """What a command other than a build writes into `--out`: `owns(rel, path)` says whether
+    an existing file (relative posix path, absolute path) is one this command wrote, so
+    writing there again loses nothing of the user's."""
+
+    what: str  # "an lm-eval export", for the messages
+    owns: Callable[[str, Path], bool]
+    top_only: bool = False  # judge only the top level (a results root: one folder per run)
+
+
+def _overlap(out: Path, other: Path) -> str | None:
+    a, b = out.resolve(), other.resolve()
+    if a == b:
+        return "is"
+    if a.is_relative_to(b):
+        return "is inside"
+    if b.is_relative_to(a):
+        return "holds"
+    return None
+
+
+def _foreign(out: Path, kind: OutKind) -> list[str]:
+    """Files under `out` this command did not write (the first few; stops early, so a
+    mistaken `--out` on a large tree costs little)."""
+    found: list[str] = []
+    for root, dirs, files in os.walk(out):  # does not follow links into other trees
+        base = Path(root)
+        links = [d for d in dirs if (base / d).is_symlink()]
+        if kind.top_only:
+            files = [*files, *[d for d in dirs if not (base / d).is_symlink()]]
+            dirs.clear()
+        for name in sorted([*files, *links]):
+            path = base / name
+            rel = path.relative_to(out).as_posix()
+            plain = path.is_dir() if kind.top_only else path.is_file()
+            if path.is_symlink() or not plain or not kind.owns(rel, path):
+                found.append(rel)
+                if len(found) > 3:
+                    return found
+    return found
+
+
+def check_folder(out: Path, kind: OutKind, protect: Iterable[tuple[str, Path]] = ()) -> None:
+    """Refuse an `--out` this command must not write into: a link, a file, home or root, a
+    folder holding files the command did not write, or one that is, holds or lies inside a
+    `protect`ed input ((label, path): the build being exported, the results being read)."""
+    out = Path(out).expanduser().absolute()
+    for label, path in protect:
+        how = _overlap(out, Path(path))
+        if how is not None:
+            raise OutError(
+                f"--out {out} {how} {label} {path}; nothing was written: choose a folder outside it"
+            )
+    if not _check_place(out, kind.what):
+        return
+    foreign = _foreign(out, kind)
+    if foreign:
+        raise OutError(
+            f"--out {out} holds files that are not {kind.what} ({_shown(foreign)}); "
+            "nothing was written: choose a new or empty folder"
+        )

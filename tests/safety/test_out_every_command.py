@@ -1,0 +1,156 @@
+"""Every command that writes a folder refuses an `--out` it must not write into, with one
+line and nothing touched (issue 24, finding 1: `export lm-eval --out DIR` deleted DIR)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from safety_helpers import nabench, tree_bytes
+
+
+def _user_folder(folder: Path) -> dict[str, bytes]:
+    (folder / "notes").mkdir(parents=True)
+    (folder / "paper.tex").write_text("\\section{Results}\n")
+    (folder / "notes" / "todo.md").write_text("- rerun\n")
+    return tree_bytes(folder)
+
+
+def _refused(run_code: int, errors: list[str], stderr: str) -> None:
+    assert run_code != 0, stderr
+    assert len(errors) == 1 and "--out" in errors[0], stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.fixture
+def results(plain_build: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "results"
+    run = nabench("eval", str(plain_build), "--backend", "reference", "--model", "oracle",
+                  "--out", str(out), "--quiet")  # fmt: skip
+    assert run.code == 0, run.stderr
+    return out
+
+
+# -- export lm-eval ------------------------------------------------------------------------
+
+
+def test_export_into_a_user_folder_is_refused(plain_build: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    before = _user_folder(folder)
+    run = nabench("export", "lm-eval", str(plain_build), "--out", str(folder))
+    _refused(run.code, run.errors, run.stderr)
+    assert "not an lm-eval export" in run.errors[0]
+    assert tree_bytes(folder) == before
+
+
+@pytest.mark.parametrize("where", ["build", "parent", "inside"])
+def test_export_into_the_build_or_around_it_is_refused(
+    plain_build: Path, tmp_path: Path, where: str
+) -> None:
+    parent = plain_build.parent
+    before = tree_bytes(parent)
+    out = {"build": plain_build, "parent": parent, "inside": plain_build / "tasks"}[where]
+    run = nabench("export", "lm-eval", str(plain_build), "--out", str(out))
+    _refused(run.code, run.errors, run.stderr)
+    assert tree_bytes(parent) == before
+    assert sorted(p.name for p in parent.iterdir()) == [plain_build.name]
+
+
+def test_export_through_a_symlink_is_refused(plain_build: Path, tmp_path: Path) -> None:
+    target = tmp_path / "precious"
+    before = _user_folder(target)
+    link = tmp_path / "tasks"
+    link.symlink_to(target)
+    run = nabench("export", "lm-eval", str(plain_build), "--out", str(link))
+    _refused(run.code, run.errors, run.stderr)
+    assert "a link" in run.errors[0]
+    assert link.is_symlink() and tree_bytes(target) == before
+
+
+def test_export_replaces_its_own_earlier_export(plain_build: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tasks"
+    assert nabench("export", "lm-eval", str(plain_build), "--out", str(out)).code == 0
+    first = tree_bytes(out)
+    run = nabench("export", "lm-eval", str(plain_build), "--out", str(out))
+    assert run.code == 0, run.stderr
+    assert tree_bytes(out) == first
+    (out / "mine.txt").write_text("keep me")
+    run = nabench("export", "lm-eval", str(plain_build), "--out", str(out))
+    _refused(run.code, run.errors, run.stderr)
+    assert (out / "mine.txt").read_text() == "keep me"
+
+
+# -- eval ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["project", "build", "link"])
+def test_eval_into_a_foreign_folder_is_refused(
+    plain_build: Path, tmp_path: Path, where: str
+) -> None:
+    project = tmp_path / "project"
+    before_project = _user_folder(project)
+    (tmp_path / "link").symlink_to(project)
+    before_build = tree_bytes(plain_build)
+    out = {"project": project, "build": plain_build, "link": tmp_path / "link"}[where]
+    run = nabench("eval", str(plain_build), "--backend", "reference", "--model", "oracle",
+                  "--out", str(out), "--quiet")  # fmt: skip
+    _refused(run.code, run.errors, run.stderr)
+    assert tree_bytes(project) == before_project
+    assert tree_bytes(plain_build) == before_build
+
+
+def test_eval_into_a_run_folder_of_user_files_is_refused(plain_build: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    before = _user_folder(out / "mine")
+    run = nabench("eval", str(plain_build), "--backend", "reference", "--model", "oracle",
+                  "--out", str(out), "--run-name", "mine", "--quiet")  # fmt: skip
+    _refused(run.code, run.errors, run.stderr)
+    assert tree_bytes(out / "mine") == before
+
+
+def test_eval_adds_runs_beside_logs_in_a_results_folder(results: Path, plain_build: Path) -> None:
+    (results / "lm-eval").mkdir()
+    (results / "lm-eval" / "samples.jsonl").write_text("{}\n")
+    run = nabench("eval", str(plain_build), "--backend", "reference", "--model", "always-a",
+                  "--out", str(results), "--quiet")  # fmt: skip
+    assert run.code == 0, run.stderr
+    runs = sorted(p.name for p in results.iterdir() if (p / "run.json").is_file())
+    assert len(runs) == 2 and any("always-a" in r for r in runs), runs
+
+
+# -- report --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["project", "results", "link", "parent"])
+def test_report_into_a_foreign_folder_is_refused(results: Path, tmp_path: Path, where: str) -> None:
+    project = tmp_path / "project"
+    before_project = _user_folder(project)
+    (tmp_path / "link").symlink_to(project)
+    before_results = tree_bytes(results)
+    out = {"project": project, "results": results, "link": tmp_path / "link",
+           "parent": tmp_path}[where]  # fmt: skip
+    run = nabench("report", str(results), "--out", str(out), "--no-plots")
+    _refused(run.code, run.errors, run.stderr)
+    assert tree_bytes(project) == before_project
+    assert tree_bytes(results) == before_results
+
+
+def test_report_rewrites_its_own_folder(results: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert nabench("report", str(results), "--out", str(out), "--no-plots").code == 0
+    run = nabench("report", str(results), "--out", str(out), "--no-plots")
+    assert run.code == 0, run.stderr
+    assert (out / "report.md").is_file()
+
+
+# -- selfknow metrics ----------------------------------------------------------------------
+
+
+def test_selfknow_metrics_into_a_user_folder_is_refused(tmp_path: Path) -> None:
+    table = tmp_path / "scores.csv"
+    table.write_text("reason,type,predicted_reason,predicted_type\n")
+    folder = tmp_path / "project"
+    before = _user_folder(folder)
+    run = nabench("selfknow", "metrics", str(table), "--out", str(folder))
+    _refused(run.code, run.errors, run.stderr)
+    assert tree_bytes(folder) == before

@@ -1,0 +1,144 @@
+"""Issue 24, findings 9 and 10: the smaller holes, each a clear one-line error now, and
+`nabench report` naming the file and the problem for hostile results."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pydantic import ValidationError
+from safety_helpers import nabench, tree_bytes
+
+from nabench.core.out_guard import remove_stale
+from nabench.core.safe_load import UnsafeInput, load_yaml
+from nabench.evaluation.external import _lm_eval_item
+from nabench.pipelines.registry import load_recipe
+from nabench.schemas.contribution import ContributionHeader
+from nabench.schemas.recipe import Recipe
+
+# -- finding 9 ------------------------------------------------------------------------------
+
+
+def test_a_duplicated_yaml_key_is_refused() -> None:
+    with pytest.raises(UnsafeInput, match=r"key 'seed' is given twice \(lines 1 and 2\)"):
+        load_yaml("seed: 1\nseed: 2\n", "r.yaml")
+    with pytest.raises(UnsafeInput, match="given twice"):
+        load_yaml("{a: 1, a: 2}", "flow.yaml")
+    assert load_yaml("base: &b {x: 1}\nuse: {<<: *b, y: 2}\n", "merge.yaml")["use"] == {
+        "x": 1,
+        "y": 2,
+    }
+
+
+@pytest.mark.parametrize("seed", [True, "7", 7.0])
+def test_a_seed_must_be_an_integer(seed: object) -> None:
+    data = load_recipe("mmlu-na").model_dump(mode="json")
+    with pytest.raises(ValidationError):
+        Recipe.model_validate({**data, "seed": seed})
+    assert Recipe.model_validate({**data, "seed": 7}).seed == 7
+
+
+def test_a_row_file_listed_twice_is_refused() -> None:
+    header = {
+        "name": "x1", "author": "a <a@b>", "licence": "mit",
+        "description": "listed twice on purpose", "source": {"dataset": "mmlu", "split": "test"},
+    }  # fmt: skip
+    with pytest.raises(ValidationError, match=r"lists rows\.jsonl more than once"):
+        ContributionHeader.model_validate({**header, "data": ["rows.jsonl", "rows.jsonl"]})
+    assert ContributionHeader.model_validate({**header, "data": ["rows.jsonl"]})
+
+
+def _sample(answer: object, lls: list[float]) -> dict[str, object]:
+    return {"doc": {"id": "q1", "choices": ["a", "b", "c", "d"], "answer": answer},
+            "filtered_resps": [[ll, False] for ll in lls]}  # fmt: skip
+
+
+@pytest.mark.parametrize("lls", [[float("nan"), -1, -2, -3], [float("inf"), -1, -2, -3]])
+def test_non_finite_lm_eval_log_likelihoods_are_refused(lls: list[float]) -> None:
+    from nabench.core.errors import NabenchError
+
+    with pytest.raises(NabenchError, match="not all finite"):
+        _lm_eval_item(_sample(0, lls), generative=False)
+
+
+def test_an_interrupted_swap_restores_the_previous_build(tmp_path: Path) -> None:
+    """Killed between the swap's two renames: `out` gone, the old tree in .NAME.old-*/tree.
+    The next build restored nothing and deleted it."""
+    out = tmp_path / "b"
+    old = tmp_path / ".b.old-x1" / "tree"
+    old.mkdir(parents=True)
+    (old / "build.json").write_text("{}")
+    (tmp_path / ".b.tmp-y2").mkdir()
+    remove_stale(out)
+    assert (out / "build.json").read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
+# -- finding 10: report input errors --------------------------------------------------------
+
+
+@pytest.fixture
+def results(plain_build: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "results"
+    run = nabench("eval", str(plain_build), "--backend", "reference", "--model", "oracle",
+                  "--config", "original", "--out", str(out), "--quiet")  # fmt: skip
+    assert run.code == 0, run.stderr
+    return out
+
+
+def _parquet(results: Path) -> Path:
+    return next(results.glob("*/original.parquet"))
+
+
+def _corrupt(path: Path) -> None:
+    path.write_bytes(b"PAR1" + os.urandom(200) + b"PAR1")
+
+
+def _drop_score(path: Path) -> None:
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns(["score"]), path)
+
+
+def _nan_score(path: Path) -> None:
+    table = pq.read_table(path)
+    i = table.schema.get_field_index("score")
+    scores = [float("nan"), *table.column("score").to_pylist()[1:]]
+    pq.write_table(table.set_column(i, "score", pa.array(scores, pa.float64())), path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [(_corrupt, "cannot read the responses"), (_drop_score, "missing column(s) score"),
+     (_nan_score, "NaN")],
+    ids=["corrupt", "missing-column", "nan-score"],
+)  # fmt: skip
+def test_report_names_the_file_and_the_problem(
+    results: Path, tmp_path: Path, edit: object, says: str
+) -> None:
+    parquet = _parquet(results)
+    edit(parquet)  # type: ignore[operator]
+    run = nabench("report", str(results), "--out", str(tmp_path / "r"), "--no-plots")
+    assert run.code != 0
+    assert len(run.errors) == 1, run.stderr
+    assert str(parquet) in run.errors[0] and says in run.errors[0], run.errors
+    assert "internal error" not in run.stderr
+
+
+def test_report_names_a_malformed_summary(results: Path, tmp_path: Path) -> None:
+    summary = next(results.glob("*/original.summary.json"))
+    summary.write_text("[" * 10_000)
+    run = nabench("report", str(results), "--out", str(tmp_path / "r"), "--no-plots")
+    assert run.code != 0 and len(run.errors) == 1, run.stderr
+    assert str(summary) in run.errors[0] and "internal error" not in run.stderr
+
+
+def test_report_refusal_touches_no_results(results: Path, tmp_path: Path) -> None:
+    before = tree_bytes(results)
+    _nan_score(_parquet(results))
+    after_edit = tree_bytes(results)
+    nabench("report", str(results), "--out", str(tmp_path / "r"), "--no-plots")
+    assert tree_bytes(results) == after_edit != before
+    assert not (tmp_path / "r" / "report.md").exists()
