@@ -31,7 +31,17 @@ class TableLimits:
     """Caps for one table file; the defaults hold a full MMLU config many times over."""
 
     max_rows: int = 2_000_000
-    max_bytes: int = 128 * MiB  # decoded (in memory), and uncompressed per the footer
+    max_bytes: int = 128 * MiB  # decoded (in memory), and uncompressed per the footer ...
+    # ... unless the file itself is large enough: a real table of repetitive prompts
+    # (full mmlu-artifacts, 5.4 MB on disk) decodes to ~30x its size; a bomb to thousands.
+    max_ratio: int = 64
+    hard_max_bytes: int = 2048 * MiB
+
+    def over(self, nbytes: int, file_size: int) -> bool:
+        """Whether decoding `nbytes` from a file of `file_size` bytes is refused."""
+        if nbytes <= self.max_bytes:
+            return False
+        return nbytes > self.hard_max_bytes or nbytes > self.max_ratio * max(file_size, 1)
 
 
 def _string_leaves(pf: pq.ParquetFile, wanted: list[str]) -> list[str]:
@@ -66,7 +76,7 @@ def _check_footer(path: Path, meta: pq.FileMetaData, limits: TableLimits) -> Non
     if meta.num_rows > limits.max_rows:
         raise UnsafeInput(str(path), f"{meta.num_rows} rows exceed the limit of {limits.max_rows}")
     stated = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    if stated > limits.max_bytes:
+    if limits.over(stated, path.stat().st_size):
         raise UnsafeInput(
             str(path),
             f"{stated} bytes uncompressed exceed the limit of {limits.max_bytes} "
@@ -95,7 +105,7 @@ def read_parquet(
             str(path), f"cannot read parquet ({type(exc).__name__}: {text})"
         ) from None
     decoded = sum(_decoded_bytes(table.column(name)) for name in table.column_names)
-    if decoded > limits.max_bytes:
+    if limits.over(decoded, path.stat().st_size):
         raise UnsafeInput(
             str(path),
             f"decodes to {decoded} bytes, over the limit of {limits.max_bytes} "

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from nabench.core.errors import NabenchError
 from nabench.core.redact import mask_url, scrub, url_secrets
 
+from . import _http_limits as bounds
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob
 
@@ -109,8 +110,6 @@ class OpenAIBackend(Backend):
         if json_mode not in ("auto", "json_schema", "json_object"):
             raise NabenchError(f"json_mode must be auto, json_schema or json_object: {json_mode}")
         self._openai = _import_openai()
-        from . import _http_limits as bounds  # loaded with the backend: the client comes first
-
         self._bounds = bounds
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1"
         self.concurrency = concurrency

@@ -30,6 +30,7 @@ from nabench.core.errors import NabenchError
 
 from ._cache import ResponseCache
 from ._engine import Engine, Finished, Work, register_engine
+from ._http_limits import Limits
 from ._ray_limits import BoundedSessionFactory
 from ._types import Backend, ChatRequest, Completion, TokenLogprob, canonical_json
 
@@ -314,8 +315,6 @@ class RayEngine(Engine):
 
 def _session_factory(backend: Backend) -> BoundedSessionFactory:
     """The backend's own request bounds (connect, per attempt, response size) for Ray."""
-    from ._http_limits import Limits
-
     limits = getattr(backend, "limits", None) or Limits()
     return BoundedSessionFactory(limits.connect_s, limits.attempt_s, limits.max_response_bytes)
 

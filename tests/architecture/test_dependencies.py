@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL_ONLY = {"openai", "llama_cpp", "vllm", "torch", "transformers", "ray"}
 # inspect_ai (extra 'harness'): only its own runs need it: the task module is loaded by
 # inspect through the entry point, and reading an inspect log says how to install it.
-EXTRA_ONLY = MODEL_ONLY | {"inspect_ai"}
+# aiohttp (extra 'ray'): the bounded session Ray's HTTP stage opens on its workers.
+EXTRA_ONLY = MODEL_ONLY | {"inspect_ai", "aiohttp"}
 
 
 def _name(requirement: str) -> str:
