@@ -61,7 +61,7 @@ def _lm_eval_hf(build: Path, tasks: str, limit: int, out: Path) -> dict:
             "--output_path",
             str(out),
         ],
-        cwd=out,
+        cwd=build,  # a build's tasks read its parquet relative to the build (README)
     )
     (results,) = out.rglob("results_*.json")  # fmt: skip
     return json.loads(results.read_text())
