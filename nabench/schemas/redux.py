@@ -14,15 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from nabench.schemas.derive import RowModel
 from nabench.schemas.item import ItemId
 
-ErrorType = Literal[
-    "ok",
-    "bad_question_clarity",
-    "bad_options_clarity",
-    "no_correct_answer",
-    "multiple_correct_answers",
-    "wrong_groundtruth",
-    "expert",
-]
+# Every error type but `ok` can be chosen for quarantine.
 FlaggableType = Literal[
     "bad_question_clarity",
     "bad_options_clarity",
@@ -31,6 +23,7 @@ FlaggableType = Literal[
     "wrong_groundtruth",
     "expert",
 ]
+ErrorType = Literal["ok", FlaggableType]  # nested Literals flatten: ok, then the flaggable
 ERROR_TYPES: tuple[str, ...] = get_args(ErrorType)
 # What lm-eval's Redux task drops too, but `expert` (an item only an expert could judge,
 # not an error) is recorded, not quarantined, unless a recipe says otherwise.
