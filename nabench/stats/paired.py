@@ -110,6 +110,18 @@ def _quantiles(x: NDArray[np.float64], confidence: float) -> NDArray[np.float64]
         return np.nanquantile(np.where(bad, np.nan, x), q, axis=0)
 
 
+def _paired_arrays(
+    original: ArrayLike, variant: ArrayLike, groups: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    """The scores and group codes as flat arrays, checked to pair up row by row."""
+    o = np.asarray(original, dtype=np.float64).ravel()
+    v = np.asarray(variant, dtype=np.float64).ravel()
+    g = np.asarray(groups, dtype=np.int64).ravel()
+    if not (o.shape == v.shape == g.shape) or o.size == 0:
+        raise ValueError("paired_drop needs two equally long, non-empty score arrays")
+    return o, v, g
+
+
 def paired_drops(
     original: ArrayLike,
     variant: ArrayLike,
@@ -121,11 +133,7 @@ def paired_drops(
 ) -> dict[str, NDArray[Any]]:
     """:func:`paired_drop` for every group at once: ``groups`` holds a group code
     (0 … G−1) per row; returns one array of length G per :data:`FIELDS` name."""
-    o = np.asarray(original, dtype=np.float64).ravel()
-    v = np.asarray(variant, dtype=np.float64).ravel()
-    g = np.asarray(groups, dtype=np.int64).ravel()
-    if not (o.shape == v.shape == g.shape) or o.size == 0:
-        raise ValueError("paired_drop needs two equally long, non-empty score arrays")
+    o, v, g = _paired_arrays(original, variant, groups)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     n_groups = int(g.max()) + 1
@@ -167,8 +175,6 @@ def _cluster_se(
     """Per group: totals, the difference, the relative drop and their cluster-robust (CR1:
     scale G / (G − 1) over G clusters) standard errors, the relative drop's by the delta
     method. One implementation behind every normal-approximation interval of a drop."""
-    if not (o.shape == v.shape == g.shape) or o.size == 0:
-        raise ValueError("paired_drop needs two equally long, non-empty score arrays")
     n_groups = int(g.max()) + 1
     sums, cg = _clusters(o, v, g, clusters)
     n_cl = np.bincount(cg, minlength=n_groups)
@@ -194,9 +200,7 @@ def paired_drops_normal(
     """Like :func:`paired_drops`, with normal-approximation CIs: cluster-robust standard
     errors of the difference and (delta method) of the relative drop. Vectorised over
     groups; the report uses it for the many per-subject rows."""
-    o = np.asarray(original, dtype=np.float64).ravel()
-    v = np.asarray(variant, dtype=np.float64).ravel()
-    g = np.asarray(groups, dtype=np.int64).ravel()
+    o, v, g = _paired_arrays(original, variant, groups)
     z = float(sps.norm.ppf(0.5 + confidence / 2.0))
     cr = _cluster_se(o, v, g, clusters)
     tot, diff, rel, se_d, se_r = cr["tot"], cr["diff"], cr["rel"], cr["se"], cr["se_rel"]
@@ -221,9 +225,7 @@ def clustered_drop_test(
     its difficulty and its reaction to a variant). The reference distribution is t with
     G − 1 degrees of freedom over G clusters, the usual small-G correction: a category
     has only a dozen or so subjects. Fewer than 2 clusters: nan."""
-    o = np.asarray(original, dtype=np.float64).ravel()
-    v = np.asarray(variant, dtype=np.float64).ravel()
-    g = np.asarray(groups, dtype=np.int64).ravel()
+    o, v, g = _paired_arrays(original, variant, groups)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     cr = _cluster_se(o, v, g, clusters)
