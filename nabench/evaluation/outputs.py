@@ -169,9 +169,6 @@ def summarise(
     # the invalid credit is the separate `score` (the artifacts paper's metric).
     correct = responses["correct"].to_numpy(np.float64)
     ci = accuracy_ci(correct)
-    scores = responses["score"].to_numpy(np.float64)
-    score_ci = accuracy_ci(scores)
-    score_binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
     base = majority_baseline(responses["gold"].tolist())
     test = baseline_test(correct, base)
     conf = responses["confidence"].to_numpy(np.float64)
@@ -186,7 +183,7 @@ def summarise(
         **ci.fields(True),
         "confidence_level": ci.confidence,
         "n_correct": int(responses["correct"].sum()),
-        **score_fields(score_ci, score_binary),
+        **score_fields(responses["score"].to_numpy(np.float64)),
         "invalid_rate": float(responses["invalid"].mean()),
         "invalid_credit": float(invalid_credit),
         "not_asked": int(responses["not_asked"].sum()) if "not_asked" in responses else 0,

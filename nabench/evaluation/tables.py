@@ -64,8 +64,6 @@ def config_table(results: Results) -> pd.DataFrame:
     for (run, config), g in results.responses.groupby(["run", "config"], sort=False):
         correct = g["correct"].to_numpy(np.float64)
         ci = accuracy_ci(correct)
-        scores = g["score"].to_numpy(np.float64)
-        binary = bool(np.all((scores == 0.0) | (scores == 1.0)))
         base = float(g["gold"].value_counts(normalize=True).max())  # = majority_baseline
         test = baseline_test(correct, base)
         out.append(
@@ -76,7 +74,7 @@ def config_table(results: Results) -> pd.DataFrame:
                 "n": len(g),
                 **ci.fields(True),
                 "invalid_rate": float(g["invalid"].mean()),
-                **score_fields(accuracy_ci(scores), binary),
+                **score_fields(g["score"].to_numpy(np.float64)),
                 "majority_baseline": base,
                 "gain": ci.accuracy - base,
                 "p_value": test.p_value,

@@ -127,10 +127,12 @@ class AccuracyCI:
         }
 
 
-def score_fields(ci: AccuracyCI, binary: bool) -> dict[str, float | str]:
+def score_fields(scores: ArrayLike) -> dict[str, float | str]:
     """The ``score`` columns (mean item score with the invalid credit) beside accuracy:
-    ``score``, ``score_ci_low``, ``score_ci_high``, ``score_ci_method``."""
-    f = ci.fields(binary)
+    ``score``, ``score_ci_low``, ``score_ci_high``, ``score_ci_method`` (Wilson while every
+    score is 0 or 1, else the bootstrap)."""
+    x = np.asarray(scores, dtype=np.float64).ravel()
+    f = accuracy_ci(x).fields(bool(np.all((x == 0.0) | (x == 1.0))))
     return {
         "score": f["accuracy"],
         "score_ci_low": f["ci_low"],
