@@ -45,9 +45,6 @@ from nabench.validate.invariants import (
 )
 from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
 
-# Configs that hold no perturbed items: quarantined source rows and the published labels.
-NON_VARIANT_CONFIGS = NA_SIDE_CONFIGS
-
 
 def make_builders(recipe: Recipe) -> list[Builder]:
     """One builder per output config; every extra NA phrasing gets its own config."""
@@ -164,7 +161,7 @@ def _letter_checks(staged: Sequence[StagedTable]) -> dict[str, Any]:
     letter_shares = {
         f"{st.config}/{st.split}": letter_distribution(st.table)
         for st in staged
-        if st.config not in NON_VARIANT_CONFIGS
+        if st.config not in NA_SIDE_CONFIGS
     }
     warnings = [
         f"{key}: letter {letter} is the key in {share:.1%} of rows (> 40%)"
@@ -288,7 +285,7 @@ def _na_card_context(
             }
             for b in builders
         ],
-        "perturbed_configs": [c for c in counts if c not in NON_VARIANT_CONFIGS],
+        "perturbed_configs": [c for c in counts if c not in NA_SIDE_CONFIGS],
         "has_labels": "labels" in counts,
         "n_labeled": sum(counts.get("labels", {}).values()),
         "split_names": split_names,
@@ -305,7 +302,7 @@ def _na_card_context(
         "na_rates": cc.na_rates(staged),
         "letters": letters,
         "letter_rows": letter_rows,
-        "shortcuts": cc.shortcut_rows(staged, NON_VARIANT_CONFIGS),
+        "shortcuts": cc.shortcut_rows(staged, NA_SIDE_CONFIGS),
         "warnings": manifest.get("warnings") or [],
         # the rules that ran on this build's configs, as their records describe them
         "invariants": [(rule.name, rule.description) for rule in validation.rules],

@@ -21,6 +21,7 @@ from nabench.stage.cards import finalize_card
 from nabench.stage.croissant import CROISSANT, released_croissant
 from nabench.stage.exports import HubData, LmEvalSpec, lm_eval_files
 from nabench.validate import validate_path
+from nabench.validate.kinds import NA_SIDE_CONFIGS  # no benchmark rows of their own
 
 MANIFEST = "build.json"
 README = "README.md"
@@ -162,17 +163,13 @@ def staged_files(staged: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
     return found
 
 
-# Configs that hold no benchmark rows of their own.
-_SIDE_CONFIGS = frozenset({"excluded", "labels"})
-
-
 def check_publishable(staged: Path, manifest: Mapping[str, Any]) -> None:
     """A release holds rows and passes `nabench validate`; anything else is refused."""
     counts = manifest.get("counts") or {}
     rows = sum(
         int(n)
         for config, per in counts.items()
-        if config not in _SIDE_CONFIGS and isinstance(per, Mapping)
+        if config not in NA_SIDE_CONFIGS and isinstance(per, Mapping)
         for n in per.values()
     )
     if rows == 0:

@@ -48,6 +48,7 @@ from nabench.validate.invariants import (
     Violation,
     check_perturbed,
 )
+from nabench.validate.kinds import NA_SIDE_CONFIGS
 
 HEADER = "contribution.yaml"
 # Bounds for the parsers: a header is a page of YAML, a row a few hundred bytes of JSON.
@@ -369,7 +370,7 @@ def _release_index(release: Path) -> dict[tuple[Any, ...], str]:
     index: dict[tuple[Any, ...], str] = {}
     for path in sorted(Path(release).rglob("*.parquet")):
         rel = path.relative_to(release).as_posix()
-        if rel.split("/")[0] in {"excluded", "labels"}:
+        if rel.split("/")[0] in NA_SIDE_CONFIGS:  # no perturbed rows
             continue
         table = pq.read_table(path, columns=["id", "choices", "answer"])
         for i, row in enumerate(table.to_pylist()):

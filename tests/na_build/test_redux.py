@@ -155,3 +155,15 @@ def test_a_missing_redux_location_is_a_clear_error(tmp_path: Path, mmlu_dir: Pat
     spec = ReduxSpec(location=str(tmp_path / "nowhere"))
     with pytest.raises(NabenchError, match=r"audit\.redux: cannot read"):
         _build(mmlu_dir, tmp_path / "out", spec)
+
+
+def test_contributions_check_against_a_release_holding_redux(
+    built: tuple[BuildResult, Expected], mmlu_dir: Path
+) -> None:
+    """The `redux` config holds annotations, not perturbed rows: the duplicate check of
+    contributions against a release skips it (it crashed reading `choices` from it)."""
+    result, _ = built
+    example = Path(__file__).resolve().parents[2] / "contributions"
+    report = validate_path(example, sources={"mmlu": str(mmlu_dir)}, release=result.out)
+    assert report.rows == 6
+    assert [v for v in report.violations if v.rule != "duplicate_in_release"] == []
