@@ -39,6 +39,7 @@ def publish_build(
     dry_run: bool = False,
     to: str | None = None,
     compare: bool = True,
+    source: str | None = None,
 ) -> PublishPlan:
     """Publish a staged build folder (what `nabench build ... --push` calls after building).
 
@@ -49,7 +50,7 @@ def publish_build(
     out_dir = Path(out_dir)
     manifest = read_manifest(out_dir)
     if compare and not dry_run:
-        check_against_source(out_dir, manifest)
+        check_against_source(out_dir, manifest, source)
     kind, target = parse_target(to) if to else ("hub", "")
     if kind == "git":
         repo_id = repo_id or _recipe_repo_id(manifest)
@@ -75,17 +76,21 @@ def publish_build(
     return pushed.plan
 
 
-def check_against_source(out_dir: Path, manifest: Mapping[str, Any]) -> None:
-    """Compare the build with a rebuild from its recorded source when that source is on this
-    machine (a forgery with recomputed hashes fails here); say so when it is not."""
+def check_against_source(
+    out_dir: Path, manifest: Mapping[str, Any], given: str | None = None
+) -> None:
+    """Compare the build with a rebuild from `given` (`publish --source`), else from its
+    recorded source when that is a path on this machine (a forgery with recomputed hashes
+    fails here); say so when there is none. A build records a local source as
+    `local:<name>` (no path of the building machine is published), so `--source` names it."""
     check_publishable(out_dir, manifest)  # a build that fails validation is refused as such
-    source = local_source(manifest)
+    source = given or local_source(manifest)
     location = (manifest.get("source") or {}).get("location")
     if source is None or manifest.get("kind") not in REBUILDABLE:
         why = "needs its models" if source is not None else f"source {location!r} is not here"
         click.echo(
             f"note: {out_dir} was not compared with a rebuild ({why}); "
-            f"`nabench validate {out_dir} --source PATH` compares it",
+            f"`nabench publish {out_dir} --source PATH` compares it",
             err=True,
         )
         return
@@ -116,6 +121,12 @@ def _recipe_repo_id(manifest: Mapping[str, Any], default: str | None = None) -> 
 @click.option("--private", is_flag=True, help="Create the Hub repository as private.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing, no network call.")
 @click.option("--to", "to", metavar="git:PATH", help="Publish to a local git repository instead.")
+@click.option(
+    "--source",
+    metavar="LOCATION",
+    help="The build's source (path or Hub id): every row is compared with a rebuild from it "
+    "before anything is published [the recorded source, when it is a path here].",
+)
 def publish(
     directory: Path,
     repo_id: str | None,
@@ -123,6 +134,7 @@ def publish(
     private: bool,
     dry_run: bool,
     to: str | None,
+    source: str | None,
 ) -> None:
     """Publish a built folder as a tagged release (the Hub, or --to git:PATH)."""
-    publish_build(directory, repo_id, version, private, dry_run, to)
+    publish_build(directory, repo_id, version, private, dry_run, to, source=source)

@@ -288,3 +288,30 @@ def test_kind_switch_with_source_is_rebuilt_as_what_it_holds(copy: Path, arc_dir
     assert code == 1
     assert _rules(output) == {"kind_matches_content"}, output
     assert "compared every row with a rebuild" in output
+
+
+def test_publish_compares_with_a_rebuild_from_the_given_source(
+    copy: Path, arc_dir: Path, tmp_path: Path
+) -> None:
+    """A build records a local source as `local:<name>`, so `publish` is told where it is:
+    a consistent forgery is refused, the untouched build is compared and published."""
+    target = tmp_path / "release"
+
+    def publish(folder: Path, *extra: str) -> tuple[int, str]:
+        args = ["publish", str(folder), "--repo-id", "org/arc-na", "--to", f"git:{target}"]
+        res = CliRunner().invoke(main, [*args, *extra])
+        return res.exit_code, res.output
+
+    assert json.loads((copy / "build.json").read_text())["source"]["location"].startswith("local:")
+    code, output = publish(copy)  # the recorded source is not a path here: said, not compared
+    assert "was not compared with a rebuild" in output
+    forged = tmp_path / "forged"
+    shutil.copytree(copy, forged)
+    item_id = _question_everywhere(forged)
+    reseal(forged)
+    code, output = publish(forged, "--source", str(arc_dir))
+    assert code != 0 and "differs from a rebuild" in output and "nothing was published" in output
+    code, output = publish(copy, "--source", str(arc_dir), "--version", "9.9.9")
+    assert code == 0, output
+    assert "compared every row with a rebuild" in output and "identical" in output
+    assert item_id
