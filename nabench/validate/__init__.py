@@ -137,8 +137,11 @@ def validate_build(root: Path, parse: Parse | None = None) -> ValidationReport:
     kind's validator on the tables read from disk, and the whole-folder rules."""
     declared, inferred = build_kind(root), infer_kind(root)
     if inferred is None and declared is None:
+        _, _, problems = read_manifest(root)
+        why = problems[0].message if problems else "build.json names no kind"
+        manifest_says = why if (root / "build.json").is_file() else "no build.json"
         raise NabenchError(
-            f"{root}: not a nabench build (no build.json, and no config folder of an NA, "
+            f"{root}: not a nabench build ({manifest_says}, and no config folder of an NA, "
             "artifacts, na-train or selfknow build)"
         )
     kind = inferred or str(declared)

@@ -8,7 +8,6 @@ row-level rules (`invariants`) then say what changed in words.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -188,14 +187,16 @@ def _parquet_rows(path: Path) -> int | None:
 
 
 def build_kind(path: Path) -> str | None:
-    """The `kind` a built folder's build.json names (None: no readable manifest)."""
-    manifest = path / "build.json"
+    """The `kind` a built folder's build.json names (None: no readable manifest). Read with
+    the bounded loader, like `read_manifest` (a deeply nested build.json is refused there)."""
+    manifest = path / MANIFEST
     if not manifest.is_file():
         return None
     try:
-        kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
-    except (OSError, ValueError, AttributeError):
+        data = load_json(decode_utf8(manifest.read_bytes(), MANIFEST), MANIFEST)
+    except (OSError, UnsafeInput):
         return None
+    kind = data.get("kind") if isinstance(data, dict) else None
     return kind if isinstance(kind, str) else None
 
 

@@ -201,6 +201,23 @@ def test_a_folder_that_is_no_build_says_so_in_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and "not a nabench build" in lines[0], output
 
 
+def test_a_deeply_nested_build_json_is_one_line(tmp_path: Path, copy: Path) -> None:
+    """build.json's kind is read with the bounded loader too (a plain json.loads ended in
+    `internal error: RecursionError`), in a folder that is no build and in a build."""
+    deep = '{"kind": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    folder = tmp_path / "deep"
+    folder.mkdir()
+    (folder / "build.json").write_text(deep, "utf-8")
+    code, output = _validate(folder)
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert code != 0 and len(lines) == 1, output
+    assert "not a nabench build (build.json: nested deeper than" in lines[0]
+    (copy / "build.json").write_text(deep, "utf-8")
+    code, output = _validate(copy)
+    assert code == 1 and "internal error" not in output
+    assert "[manifest_readable]" in output
+
+
 # -- consistent forgeries: only a rebuild from the source catches them ------------------
 
 
