@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-# Top level (nabench imports no module inside a function): `nabench --help` already loads
-# scipy through `nabench.evaluation`, so this import adds nothing to its start-up.
+# Top level (nabench imports no module inside a function); `nabench --help` does not load
+# this module (cli.root lists the commands without importing them).
 from nabench.stats.power import planned_mde
 
 __all__ = ["power_cmd"]

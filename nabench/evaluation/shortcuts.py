@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from nabench.evaluation.scoring import majority_baseline
 from nabench.evaluation.strategies import STRATEGIES, ItemBatch, get_strategy
 from nabench.stats.inference import wilson_interval
 
@@ -44,7 +45,7 @@ def score_shortcuts(batch: ItemBatch) -> list[ShortcutScore]:
     n = len(batch)
     if n == 0:
         return []
-    majority = float(np.bincount(batch.gold).max() / n)
+    majority = majority_baseline(batch.gold.tolist())
     out = []
     for name, cls in STRATEGIES.items():
         if cls.reads_gold:

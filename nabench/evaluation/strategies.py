@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nabench.core.errors import NabenchError
-from nabench.validate.invariants import KNOWN_NA_TEXTS
+from nabench.perturb import KNOWN_NA_TEXTS
 
 # The phrasings the NA shortcut strategies recognise: the shipped NA texts and AotA's.
 NA_TEXTS = frozenset(t.casefold() for t in KNOWN_NA_TEXTS)

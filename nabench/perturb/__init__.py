@@ -1,7 +1,7 @@
 """Builders, one module per perturbation, registered by kind."""
 
 from nabench.core.rng import item_rng
-from nabench.perturb._base import Builder, slug
+from nabench.perturb._base import KNOWN_NA_TEXTS, Builder, slug
 from nabench.perturb.all_of_the_above import AllOfTheAbove
 from nabench.perturb.foreign_key import ForeignKey
 from nabench.perturb.na_distractor import NADistractor
@@ -18,6 +18,7 @@ BUILDERS: dict[str, type[Builder]] = {
 
 __all__ = [
     "BUILDERS",
+    "KNOWN_NA_TEXTS",
     "AllOfTheAbove",
     "Builder",
     "ForeignKey",

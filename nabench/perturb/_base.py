@@ -12,6 +12,13 @@ from nabench.core.rng import Draw
 from nabench.schemas.columns import ItemColumns
 
 DEFAULT_NA_TEXT = "None of the above"
+# The NA phrasings the NA study uses (the shipped recipes' `na_texts`).
+KNOWN_NA_TEXTS = (
+    DEFAULT_NA_TEXT,
+    "Answer not found",
+    "No valid options",
+    "None of the options given is correct",
+)
 
 
 @dataclass(frozen=True)

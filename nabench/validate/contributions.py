@@ -36,13 +36,12 @@ from nabench.core.safe_load import (
     load_yaml,
     read_text,
 )
-from nabench.perturb import BUILDERS, ItemColumns, LabelColumns
+from nabench.perturb import BUILDERS, KNOWN_NA_TEXTS, ItemColumns, LabelColumns
 from nabench.schemas.contribution import ContributionHeader
 from nabench.schemas.item import Item, PerturbedItem
 from nabench.schemas.tables import PERTURBED_ARROW
 from nabench.sources import get_source, item_table
 from nabench.validate.invariants import (
-    KNOWN_NA_TEXTS,
     VARIANTS,
     ValidationReport,
     Violation,

@@ -20,12 +20,6 @@ from nabench.schemas import Violation, nullable_types, pandera_schema, schema_vi
 from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, PLACEMENT_RULES
 from nabench.validate.rows import Rows, Rule, config_variant, show
 
-KNOWN_NA_TEXTS = (
-    "None of the above",
-    "Answer not found",
-    "No valid options",
-    "None of the options given is correct",
-)
 # Every variant a row may name: the builders registered in `perturb` (one source of truth).
 VARIANTS = tuple(BUILDERS)
 LETTERS = "ABCDEFGHIJ"
