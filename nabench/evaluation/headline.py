@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from nabench.evaluation.results import ORIGINAL, Results, category_of
+from nabench.evaluation.results import ORIGINAL, Results, category_of, subject_labels
 from nabench.stats.multitest import FDR_Q, adjust_by_family
 from nabench.stats.paired import (
     clustered_drop_test,
@@ -94,7 +94,7 @@ def paired_frame(results: Results, variants: Sequence[str]) -> pd.DataFrame:
         ["run", "config", "source_id", "score", "correct", "invalid"],
     ]
     paired = other.merge(base, on=["run", "source_id"], suffixes=("_v", "_o"))
-    paired["subject"] = paired["subject"].fillna("(none)")
+    paired["subject"] = subject_labels(paired["subject"])
     cats = {s: category_of(s) for s in paired["subject"].unique()}
     paired["category"] = paired["subject"].map(cats)
     return paired

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from nabench.evaluation.results import ORIGINAL, Results, category_of
+from nabench.evaluation.results import ORIGINAL, Results, category_of, subject_labels
 from nabench.stats.reliability import discrimination_index, kr20, kr20_by_group
 
 __all__ = [
@@ -86,7 +86,7 @@ def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Pane
     first = first[in_all]
     ids = first["id"].tolist()
     mat = wide.loc[ids, keep].to_numpy(np.float64).T
-    subjects = first["subject"].fillna("(none)").astype(str).tolist()
+    subjects = subject_labels(first["subject"]).astype(str).tolist()
     return Panel(config, keep, ids, subjects, mat, left_out)
 
 

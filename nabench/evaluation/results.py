@@ -41,6 +41,7 @@ __all__ = [
     "category_of",
     "item_texts",
     "load_results",
+    "subject_labels",
 ]
 
 ORIGINAL = "original"
@@ -53,6 +54,18 @@ _TEXT_COLUMNS = ("parsed", "raw_output")
 # What a summary records of how its run was made, kept per (run, config) for the runs table.
 RUN_SETTINGS = ("prompt_version", "dataset", "revision", "split")
 _ITEM_TEXT = ("id", "question", "choices", "answer", "na_text")
+
+
+NO_SUBJECT = "(none)"
+
+
+def subject_labels(subjects: pd.Series) -> pd.Series:
+    """Subjects as the tables show them, a missing one as ``(none)`` (ARC has none; a source
+    row may lack one). The frames hold categoricals, which take no new value by `fillna`."""
+    categorical = isinstance(subjects.dtype, pd.CategoricalDtype)
+    if categorical and NO_SUBJECT not in subjects.cat.categories:
+        subjects = subjects.cat.add_categories([NO_SUBJECT])
+    return subjects.fillna(NO_SUBJECT)
 
 
 def category_of(subject: object, grouping: Grouping = "lm_eval") -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nabench.evaluation.results import NA_KEYED, ORIGINAL, RUN_SETTINGS, Results
+from nabench.evaluation.results import NA_KEYED, ORIGINAL, RUN_SETTINGS, Results, subject_labels
 from nabench.evaluation.scoring import baseline_test
 from nabench.evaluation.shortcuts import shortcut_margin
 from nabench.evaluation.strategies import shortcut_model_ids
@@ -103,7 +103,7 @@ def shortcut_table(configs: pd.DataFrame, results: Results) -> pd.DataFrame:
 
 def subject_table(results: Results) -> pd.DataFrame:
     """Accuracy (share correct) and invalid rate per run × config × subject."""
-    r = results.responses.assign(subject=results.responses["subject"].fillna("(none)"))
+    r = results.responses.assign(subject=subject_labels(results.responses["subject"]))
     g = r.groupby(["run", "config", "subject"], sort=True)
     return g.agg(
         n=("correct", "size"), accuracy=("correct", "mean"), invalid_rate=("invalid", "mean")
@@ -134,7 +134,7 @@ def confidence_table(results: Results) -> pd.DataFrame:
     cols = ["run", "subject", "n", "conf_original", "conf_na_keyed", "change"]
     if paired.empty:
         return pd.DataFrame(columns=cols)
-    paired["subject"] = paired["subject"].fillna("(none)")
+    paired["subject"] = subject_labels(paired["subject"])
     out = paired.groupby(["run", "subject"], sort=True).agg(
         n=("id", "size"),
         conf_original=("confidence_o", "mean"),

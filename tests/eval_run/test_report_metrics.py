@@ -251,3 +251,19 @@ def test_headline_plot_fits_a_page_with_intervals(tmp_path: Path) -> None:
     assert path is not None
     width, _ = Image.open(path).size
     assert width <= PAGE_WIDTH_IN * 110 + 25  # tight bounding box: 0.1 in padding a side
+
+
+def test_rows_without_a_subject_are_reported_as_none(tmp_path: Path) -> None:
+    """A source row with a null subject reaches the results (it is a valid item); the
+    report shows it under `(none)` (it crashed: a categorical takes no new value)."""
+    root = tmp_path / "res"
+    subjects = [None if k % 3 == 0 else SUBJECTS[k % len(SUBJECTS)] for k in range(30)]
+    rng = np.random.default_rng(3)
+    for config in ("original", "na_keyed"):
+        _write(root, "m1", config, rng.random(30) < 0.6, subjects=subjects)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(main, ["report", str(root), "--out", str(out), "--no-plots"])
+    assert res.exit_code == 0, res.output
+    per_subject = pd.read_csv(out / "tables" / "headline_subjects.csv")
+    assert per_subject.loc[per_subject["subject"] == "(none)", "n"].tolist() == [10]
+    assert per_subject["n"].sum() == 30
