@@ -66,9 +66,15 @@ def audit_items(
     phrases = {"has_none_option": tuple(na_texts), "has_all_option": tuple(all_texts)}
     option_flags = flag_options(flat, phrases)
     flags = {
-        # A null question or choice element is a malformed source row: quarantined, and
-        # never compared or perturbed (a null would otherwise fail the whole build).
-        "missing_question": as_bool_mask(pc.is_null(items.column("question"))),
+        # A null or blank question, or a null choice element, is a malformed source row:
+        # quarantined, and never compared or perturbed (a null would fail the whole build;
+        # a blank question would be built as an item with no question).
+        "missing_question": as_bool_mask(
+            pc.or_kleene(
+                pc.is_null(items.column("question")),
+                pc.equal(pc.utf8_trim_whitespace(items.column("question")), ""),
+            )
+        ),
         "not_four_choices": lengths != n_choices,
         "empty_choice": lists.per_row_any(empty),
         "duplicate_choices": lists.has_duplicates(normalise(flat, fold=False).fill_null("")),

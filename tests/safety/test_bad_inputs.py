@@ -88,6 +88,7 @@ def test_null_question_and_null_choice_are_quarantined_not_built(
         questions = table.column("question").to_pylist()
         choices = table.column("choices").to_pylist()
         questions[1] = None
+        questions[3] = "   \t  "  # blank: no question to ask
         choices[2] = [choices[2][0], None, *choices[2][2:]]
         table = table.set_column(0, "question", pa.array(questions, pa.string()))
         idx = table.schema.get_field_index("choices")
@@ -101,9 +102,11 @@ def test_null_question_and_null_choice_are_quarantined_not_built(
     reasons = {r["id"]: r["reason"] for r in excluded}
     assert reasons["mmlu/all/test/00001"] == "missing_question"
     assert reasons["mmlu/all/test/00002"] == "empty_choice"
+    assert reasons["mmlu/all/test/00003"] == "missing_question"
+    held = {"mmlu/all/test/00001", "mmlu/all/test/00002", "mmlu/all/test/00003"}
     for config in ("original", "na_keyed"):
         ids = pq.read_table(out / config / "test-00000-of-00001.parquet").column("id")
-        assert not {"mmlu/all/test/00001", "mmlu/all/test/00002"} & set(ids.to_pylist())
+        assert not held & set(ids.to_pylist())
     assert nabench("validate", str(out)).code == 0
 
 
