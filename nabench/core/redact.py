@@ -3,7 +3,8 @@
 `redact` walks a JSON-like value (a manifest, a summary) and returns a copy where
 - the value of every key whose name looks like a credential (`api_key`, `*token*`,
   `*secret*`, `password`, ...) is replaced by `MASK`, and
-- every `scheme://user:password@host` URL inside a string loses its user info;
+- every `scheme://user:password@host` URL inside a string loses its user info, and a
+  key-like query parameter (`?api_key=...`) its value;
 plus the set of secret strings it removed, so text written beside the manifest (the card)
 can be scrubbed of the same values (`scrub`). Every JSON record nabench writes
 (`run.json`, summaries, stats) passes `redact` on its way to disk (`llm.write_json_atomic`);
@@ -28,6 +29,8 @@ SECRET_KEY = re.compile(
 NOT_SECRET = re.compile(r"tokens$|^tokeniz", re.IGNORECASE)
 # `scheme://user[:password]@` in any string.
 URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/@\s:]*(:[^/@\s]*)?)@")
+# A URL query parameter (`?api_key=...`, `&token=...`): masked when its name is key-like.
+URL_PARAM = re.compile(r"(?P<lead>[?&])(?P<name>[^=&#\s]+)=(?P<value>[^&#\s]*)")
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,15 @@ def _mask_urls(text: str, found: set[str]) -> str:
             found.add(secret)
         return f"{match.group('scheme')}{MASK}@"
 
-    return URL_USERINFO.sub(repl, text)
+    def param(match: re.Match[str]) -> str:
+        value = match.group("value")
+        if not is_secret_key(match.group("name")) or not value:
+            return match.group(0)
+        if len(value) >= 4:
+            found.add(value)
+        return f"{match.group('lead')}{match.group('name')}={MASK}"
+
+    return URL_PARAM.sub(param, URL_USERINFO.sub(repl, text))
 
 
 def _walk(value: Any, found: set[str], by_key: bool = True) -> Any:

@@ -94,6 +94,18 @@ def test_redact_keeps_settings_that_only_look_alike() -> None:
     assert scrub("key x1234 in http://u:p4ss@h", clean.secrets) == f"key {MASK} in http://{MASK}@h"
 
 
+def test_a_key_in_a_url_query_is_masked() -> None:
+    """`?api_key=...` (a form some OpenAI-compatible gateways take) was written to run.json
+    whole; other parameters and token counts stay as they are."""
+    url = "http://u:sk-pass123@127.0.0.1:9/v1?api_key=sk-QUERYSECRET789&max_tokens=5&x="
+    clean = redact({"endpoint": url})
+    assert clean.value == {
+        "endpoint": f"http://{MASK}@127.0.0.1:9/v1?api_key={MASK}&max_tokens=5&x="
+    }
+    assert clean.secrets == {"sk-pass123", "sk-QUERYSECRET789"}
+    assert "sk-QUERYSECRET789" not in scrub(f"error from {url}", ())
+
+
 @pytest.mark.slow
 def test_secrets_with_a_real_llama_cpp_server(
     mmlu_dir: Path, tmp_path: Path, llama_server: str
