@@ -79,7 +79,7 @@ def test_a_build_with_foreign_files_is_refused_and_a_clean_one_replaced(
     (out / "my-analysis.ipynb").unlink()
     run = nabench(*build_args(mmlu_dir, out, "--labels", "none", limit=6), "mmlu-na")
     assert run.code == 0, run.stderr
-    assert f"replaced the previous build in {out}: mmlu-na v2.0.0" in run.stderr
+    assert f"replaced the previous build in {out}: mmlu-na v3.0.0" in run.stderr
     assert hidden(tmp_path) == []
 
 
