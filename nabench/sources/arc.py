@@ -48,6 +48,13 @@ class ARCChallenge(Source):
             if not struct or "text" not in struct or "label" not in struct:
                 raise SourceError(f"{origin}: row {item_id}: choices lack text/label lists")
             labels = [str(lab).strip() for lab in struct["label"]]
+            # The key is found by label: repeated labels, or fewer labels than texts, would
+            # key the wrong option (['A', 'A', 'B', 'C'] with key C picked the fourth text).
+            if len(set(labels)) != len(labels) or len(labels) != len(struct["text"]):
+                raise SourceError(
+                    f"{origin}: row {item_id}: labels {labels} do not name its "
+                    f"{len(struct['text'])} choices one each"
+                )
             choices.append(list(struct["text"]))
             # The key is matched by position in the row's own label list (A-E or 1-5).
             key_str = str(key).strip() if key is not None else ""

@@ -37,6 +37,24 @@ def test_arc_keys_are_mapped_by_position_including_digits(arc_dir: Path) -> None
     assert {len(i["choices"]) for i in items} == {3, 4, 5}
 
 
+@pytest.mark.parametrize("labels", [["A", "A", "B", "C"], ["A", "B", "C"]])
+def test_arc_labels_that_do_not_name_each_choice_once_are_refused(
+    arc_dir: Path, tmp_path: Path, labels: list[str]
+) -> None:
+    """The key is found by label: a repeated or missing label would key another option."""
+    src = arc_dir / "ARC-Challenge" / "test-00000-of-00001.parquet"
+    table = pq.read_table(src)
+    rows = table.to_pylist()
+    first = next(i for i, r in enumerate(rows) if len(r["choices"]["text"]) == 4)
+    rows[first]["choices"]["label"] = labels
+    rows[first]["answerKey"] = "C"
+    copy = tmp_path / "arc" / "ARC-Challenge"
+    copy.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), copy / src.name)
+    with pytest.raises(SourceError, match=r"labels \[.*\] do not name its 4 choices one each"):
+        get_source("arc_challenge").load("test", location=str(tmp_path / "arc"))
+
+
 def test_hellaswag_fixture_maps_context_endings_and_string_label(hellaswag_dir: Path) -> None:
     raw = pq.read_table(hellaswag_dir / "data" / "validation-00000-of-00001.parquet").to_pylist()
     items = get_source("hellaswag").load("validation", location=str(hellaswag_dir)).items
