@@ -17,6 +17,7 @@ from nabench.cli.publish import check_push_target, publish, publish_build
 from nabench.cli.root import main
 from nabench.cli.selfknow import selfknow
 from nabench.core.errors import NabenchError
+from nabench.core.out_guard import OutKind, check_folder
 from nabench.evaluation import parse_answer
 from nabench.label.agree import agreement
 from nabench.pipelines.label import run_label_command
@@ -267,6 +268,12 @@ def agree(labels: Path, human: Path, as_json: bool, seed: int) -> None:
         click.echo("not compared: " + ", ".join(f"{k}={v}" for k, v in result.excluded.items()))
 
 
+SCHEMA_OUT = OutKind(
+    "a JSON Schema export (<kind>.schema.json)",
+    lambda rel, _path: "/" not in rel and rel.endswith(".schema.json"),
+)
+
+
 @main.group()
 def schema() -> None:
     """JSON Schemas of nabench's row formats."""
@@ -281,6 +288,7 @@ def schema_export(out: Path | None) -> None:
     if out is None:
         click.echo(json.dumps(json_schemas(), indent=2))
     else:
+        check_folder(out, SCHEMA_OUT)  # the one --out guard: never a folder of other files
         for written in write_json_schemas(out):
             click.echo(f"wrote {written}")
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from nabench.core.atomic import atomic_file
 from nabench.schemas.kinds import JSON_MODELS
 
 SHIPPED = Path(__file__).parent / "json"
@@ -22,6 +23,7 @@ def write_json_schemas(out: Path = SHIPPED) -> list[Path]:
     written = []
     for name, schema in json_schemas().items():
         path = out / f"{name}.schema.json"
-        path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        with atomic_file(path) as tmp:  # a kill never leaves a half-written schema
+            tmp.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written.append(path)
     return written

@@ -154,3 +154,20 @@ def test_selfknow_metrics_into_a_user_folder_is_refused(tmp_path: Path) -> None:
     run = nabench("selfknow", "metrics", str(table), "--out", str(folder))
     _refused(run.code, run.errors, run.stderr)
     assert tree_bytes(folder) == before
+
+
+# -- schema export -------------------------------------------------------------------------
+
+
+def test_schema_export_into_a_user_folder_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    before = _user_folder(folder)
+    run = nabench("schema", "export", "--out", str(folder))
+    _refused(run.code, run.errors, run.stderr)
+    assert "not a JSON Schema export" in run.errors[0]
+    assert tree_bytes(folder) == before
+    again = tmp_path / "schemas"  # its own earlier export is replaced, file by file
+    assert nabench("schema", "export", "--out", str(again)).code == 0
+    first = tree_bytes(again)
+    assert nabench("schema", "export", "--out", str(again)).code == 0
+    assert tree_bytes(again) == first and all(n.endswith(".schema.json") for n in first)
