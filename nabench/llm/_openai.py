@@ -110,17 +110,15 @@ class OpenAIBackend(Backend):
         if json_mode not in ("auto", "json_schema", "json_object"):
             raise NabenchError(f"json_mode must be auto, json_schema or json_object: {json_mode}")
         self._openai = _import_openai()
-        self._bounds = bounds
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1"
         self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.timeout_s = timeout_s
         self.limits = bounds.Limits(
             connect_s=float(connect_timeout_s),
             attempt_s=float(timeout_s),
             total_s=float(total_timeout_s),
             max_response_bytes=int(float(max_response_mb) * bounds.MiB),
         )
+        self.max_retries = self.limits.retries(max_retries)  # what fits the total deadline
         self._secrets = url_secrets(self.base_url)
         self.json_mode: JsonMode = json_mode
         self._json_mode_resolved = json_mode != "auto"
@@ -128,7 +126,7 @@ class OpenAIBackend(Backend):
         self._client = self._openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            max_retries=self.limits.retries(max_retries),
+            max_retries=self.max_retries,
             timeout=self.limits.httpx_timeout(),
             http_client=self._openai.DefaultHttpxClient(
                 event_hooks={"request": [self._count_retry]},
@@ -229,7 +227,7 @@ class OpenAIBackend(Backend):
 
     def _one(self, req: ChatRequest) -> Completion:
         try:
-            with self._bounds.total_deadline(self.limits.total_s):
+            with bounds.total_deadline(self.limits.total_s):
                 return self._call(req)
         except Exception as exc:  # after the client's own retries; never raised out of a batch
             return Completion(error=_error_text(exc, self._secrets))
