@@ -19,7 +19,6 @@ that cache, so a rerun makes no call, and a killed run resumes with only the mis
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -423,9 +422,10 @@ def _manifest(
         "classification": classification.summary.as_dict(),
         "metrics": {mode: _scores(value) for mode, value in run.metrics.items()},
         "warnings": run.warnings,
-        # side files named relative to the output, never by a user's absolute path
-        "cache": os.path.relpath(run.cache_path, run.out),
-        "stats": os.path.relpath(run.stats_path, run.out),
+        # side files: staging publishes them the one portable way (core.portable: relative
+        # to the build inside it, else `local:<name>`), never by the machine's path
+        "cache": str(Path(run.cache_path).resolve()),
+        "stats": str(Path(run.stats_path).resolve()),
     }
     if protocol is not None:
         manifest["protocol"] = protocol.record()
