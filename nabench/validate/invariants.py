@@ -17,7 +17,12 @@ import pyarrow.compute as pc
 from nabench.core.arrow import as_bool_mask
 from nabench.perturb import BUILDERS
 from nabench.schemas import Violation, nullable_types, pandera_schema, schema_violations
-from nabench.validate.placement import FOREIGN_KEY, NA_KEYED_LAST, PLACEMENT_RULES
+from nabench.validate.placement import (
+    FOREIGN_KEY,
+    NA_KEYED_LAST,
+    PLACEMENT_RULES,
+    gold_absent_rule,
+)
 from nabench.validate.rows import Rows, Rule, config_variant, show
 
 # Every variant a row may name: the builders registered in `perturb` (one source of truth).
@@ -133,13 +138,7 @@ ROW_RULES: tuple[Rule, ...] = (
         lambda v: v.differs(v.key_text, v.na_text),
         lambda v, i: f"key text is {show(v.key_text, i)}, expected {show(v.na_text, i)}",
     ),
-    Rule(
-        "na_keyed_gold_absent",
-        "`na_keyed`: the original gold text is gone",
-        _KEYED,
-        lambda v: v.choices.count_equal(v.gold_text) > 0,
-        lambda v, i: f"original gold text {show(v.gold_text, i)} is still among the choices",
-    ),
+    gold_absent_rule("na_keyed"),
     Rule(
         "na_keyed_in_place",
         "`na_keyed`: NA replaces the gold option in place",

@@ -52,6 +52,17 @@ def borrowed_is_foreign(v: Rows) -> np.ndarray:
     return ~hit & as_bool_mask(pc.is_valid(v.na_text))
 
 
+def gold_absent_rule(variant: str) -> Rule:
+    """`<variant>_gold_absent`: the original gold text is gone (every NA-keyed placement)."""
+    return Rule(
+        f"{variant}_gold_absent",
+        f"`{variant}`: the original gold text is gone",
+        (variant,),
+        lambda v: v.choices.count_equal(v.gold_text) > 0,
+        lambda v, i: f"original gold text {show(v.gold_text, i)} is still among the choices",
+    )
+
+
 _LAST, _FK = (NA_KEYED_LAST,), (FOREIGN_KEY,)
 PLACEMENT_RULES: tuple[Rule, ...] = (
     Rule(
@@ -61,13 +72,7 @@ PLACEMENT_RULES: tuple[Rule, ...] = (
         lambda v: (v.answer != v.choices.lengths - 1) | ~v.equal(v.key_text, v.na_text),
         lambda v, i: f"key must be the last option holding {show(v.na_text, i)}",
     ),
-    Rule(
-        "na_keyed_last_gold_absent",
-        "`na_keyed_last`: the original gold text is gone",
-        _LAST,
-        lambda v: v.choices.count_equal(v.gold_text) > 0,
-        lambda v, i: f"original gold text {show(v.gold_text, i)} is still among the choices",
-    ),
+    gold_absent_rule(NA_KEYED_LAST),
     Rule(
         "na_keyed_last_order_kept",
         "`na_keyed_last`: the other options keep their order",
