@@ -88,6 +88,15 @@ POSITIVE: list[tuple[str, str]] = [
     ("Any 2 of the above values", REFERS),
     ("To achieve all the functions listed above", REFERS),
     ("A\u200b and B", REFERS),
+    # v5: whole options quantifying over a counted or named set (MMLU test 216, 9677, 11747,
+    # 10867, 11316, 1034)
+    ("all three structures.", ALL),
+    ("Both of the interventions", ALL),
+    ("All three defendants.", ALL),
+    ("All three representations", ALL),
+    ("None of the interventions", NONE),
+    ("neither of the indictments.", NONE),
+    ("none of the stereos.", NONE),
     ("\uff21 and \uff22", REFERS),  # fullwidth letters
 ]
 
@@ -102,14 +111,16 @@ NEGATIVE = [
     "Neither accurate nor precise",
     "Neither the buyer nor the seller",
     "neither larceny nor embezzlement.",
-    "neither of the indictments.",
     "when there are not enough data available",
     "that cannot be answered, vaguely or precisely.",
     "Both supply and demand shift rightward.",
     "both instinctive and learned",
     "All cells are surrounded by a plasma membrane.",
-    "All three defendants.",
     "None, because of her own laches.",
+    "All three steps are exothermic.",
+    "both indictments.",
+    "all waves.",
+    "All Verbal subtests",
     "None of the offspring will be affected",
     "Vitamin A and D",
     "Excess consumption of Vitamins A and C",
@@ -181,8 +192,23 @@ def _phrase(*parts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 
 _SET = st.sampled_from(["above", "the above", "these", "those", "the options", "the choices"])
-NA_PHRASES = _phrase(st.sampled_from(["none", "neither"]), st.just(" of "), _SET)
-ALL_PHRASES = _phrase(st.sampled_from(["all", "any"]), st.just(" of "), _SET)
+NA_PHRASES = _phrase(
+    st.sampled_from(["none", "neither"]),
+    st.just(" of "),
+    st.one_of(_SET, st.sampled_from(["the interventions", "the indictments", "the stereos"])),
+)
+_PLURAL = st.sampled_from(["structures", "interventions", "defendants", "cells", "drugs"])
+ALL_PHRASES = st.one_of(
+    _phrase(st.sampled_from(["all", "any"]), st.just(" of "), _SET),
+    # v5: a whole option quantifying over a counted or named set
+    _phrase(
+        st.sampled_from(["all", "both", "each"]),
+        st.sampled_from([" ", " of the "]),
+        st.sampled_from(["two ", "three ", "four ", "3 "]),
+        _PLURAL,
+    ),
+    _phrase(st.sampled_from(["all", "both", "each"]), st.just(" of the "), _PLURAL),
+)
 _LETTER = st.tuples(st.sampled_from("ABCDE"), st.sampled_from(["{}", "({})", "{}."])).map(
     lambda t: t[1].format(t[0])
 )

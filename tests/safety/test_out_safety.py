@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 from safety_helpers import REPO, build_args, hidden, nabench, tree_bytes
 
 from nabench.core.out_guard import OutError, OutLock
@@ -79,7 +80,8 @@ def test_a_build_with_foreign_files_is_refused_and_a_clean_one_replaced(
     (out / "my-analysis.ipynb").unlink()
     run = nabench(*build_args(mmlu_dir, out, "--labels", "none", limit=6), "mmlu-na")
     assert run.code == 0, run.stderr
-    assert f"replaced the previous build in {out}: mmlu-na v3.0.0" in run.stderr
+    version = yaml.safe_load((REPO / "nabench/recipes/mmlu-na.yaml").read_text())["version"]
+    assert f"replaced the previous build in {out}: mmlu-na v{version}" in run.stderr
     assert hidden(tmp_path) == []
 
 
