@@ -212,6 +212,9 @@ class OutKind:
     what: str  # "an lm-eval export", for the messages
     owns: Callable[[str, Path], bool]
     top_only: bool = False  # judge only the top level (a results root: one folder per run)
+    # Whether an existing `--out` holds this command's record (its report.json, say): without
+    # one, a file is not taken for this command's by its name alone (a user's own report.md).
+    wrote: Callable[[Path], bool] | None = None
 
 
 def _overlap(out: Path, other: Path) -> str | None:
@@ -229,6 +232,7 @@ def _foreign(out: Path, kind: OutKind) -> list[str]:
     """Files under `out` this command did not write (the first few; stops early, so a
     mistaken `--out` on a large tree costs little)."""
     found: list[str] = []
+    ours = kind.wrote is None or kind.wrote(out)
     for root, dirs, files in os.walk(out):  # does not follow links into other trees
         base = Path(root)
         links = [d for d in dirs if (base / d).is_symlink()]
@@ -239,7 +243,7 @@ def _foreign(out: Path, kind: OutKind) -> list[str]:
             path = base / name
             rel = path.relative_to(out).as_posix()
             plain = path.is_dir() if kind.top_only else path.is_file()
-            if path.is_symlink() or not plain or not kind.owns(rel, path):
+            if path.is_symlink() or not plain or not ours or not kind.owns(rel, path):
                 found.append(rel)
                 if len(found) > 3:
                     return found

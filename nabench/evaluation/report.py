@@ -176,7 +176,19 @@ def report_json(report: Report) -> dict[str, Any]:
     )
 
 
-# What `write_report` writes: rewriting these loses nothing of the user's.
+def _holds_a_report(out: Path) -> bool:
+    """`out/report.json` is one `write_report` wrote: it opens with the keys `report_json`
+    puts first, written compactly (read from its head: a full report.json can be large)."""
+    try:
+        with open(out / "report.json", "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return head.startswith(b'{"version": %d, "models": [' % REPORT_JSON_VERSION)
+
+
+# What `write_report` writes: in a folder holding an earlier report, rewriting these loses
+# nothing of the user's; elsewhere (no nabench report.json) a report.md is the user's.
 _REPORT_FILES = frozenset({"report.md", "report.json", "report.html"})
 REPORT_OUT = OutKind(
     "a nabench report (report.md, report.json, report.html, tables/, plots/)",
@@ -185,6 +197,7 @@ REPORT_OUT = OutKind(
         or (rel.startswith("tables/") and rel.count("/") == 1 and rel.endswith(".csv"))
         or (rel.startswith("plots/") and rel.count("/") == 1 and rel.endswith(".png"))
     ),
+    wrote=_holds_a_report,
 )
 
 

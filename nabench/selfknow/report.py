@@ -13,8 +13,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from nabench.core.atomic import atomic_file
 from nabench.core.cells import fmt_value
+from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind
+from nabench.core.safe_load import load_json_file
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, TypeMetrics
 from nabench.selfknow.scores import SelfKnowledgeCounts, SelfKnowledgeScores
 
@@ -274,12 +277,24 @@ def _bar_chart(path: Path, title: str, scores: SelfKnowledgeScores) -> None:
         plt.close(figure)
 
 
-# What `write_report` writes: a user folder holding only these loses nothing when rewritten.
+def _holds_a_report(out: Path) -> bool:
+    """`out/metrics.json` is one `write_report` wrote (`metrics_to_dict`'s keys)."""
+    try:
+        record = load_json_file(out / "metrics.json")
+    except (OSError, NabenchError):
+        return False
+    keys = {"match", "match_description", "taxonomy_version", "by_type", "variants"}
+    return isinstance(record, dict) and keys <= record.keys()
+
+
+# What `write_report` writes: in a folder holding an earlier report, rewriting these loses
+# nothing of the user's; elsewhere (no nabench metrics.json) a report.md is the user's.
 REPORT_OUT = OutKind(
     "a self-knowledge report (report.md, metrics.json, type_*.png)",
     lambda rel, _path: (
         rel in ("report.md", "metrics.json") or (rel.startswith("type_") and rel.endswith(".png"))
     ),
+    wrote=_holds_a_report,
 )
 
 
@@ -310,10 +325,12 @@ def write_report(
         charts.append(name)
         written.append(out / name)
     report = out / "report.md"
-    report.write_text(render_markdown(primary, alternative, title, charts), encoding="utf-8")
+    with atomic_file(report) as tmp:
+        tmp.write_text(render_markdown(primary, alternative, title, charts), encoding="utf-8")
     data = out / "metrics.json"
-    data.write_text(
-        json.dumps(metrics_to_dict(primary, alternative), indent=2, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
+    with atomic_file(data) as tmp:
+        tmp.write_text(
+            json.dumps(metrics_to_dict(primary, alternative), indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
     return [report, data, *written]

@@ -143,6 +143,25 @@ def test_report_rewrites_its_own_folder(results: Path, tmp_path: Path) -> None:
     assert (out / "report.md").is_file()
 
 
+def test_report_never_takes_a_users_report_md_for_its_own(results: Path, tmp_path: Path) -> None:
+    """Files named like the report's are the user's unless the folder holds a report.json
+    nabench wrote: a paper draft's report.md and tables/ are not replaced."""
+    out = tmp_path / "paper"
+    (out / "tables").mkdir(parents=True)
+    (out / "report.md").write_text("# my draft\n")
+    (out / "tables" / "headline.csv").write_text("mine\n")
+    before = tree_bytes(out)
+    run = nabench("report", str(results), "--out", str(out), "--no-plots")
+    _refused(run.code, run.errors, run.stderr)
+    assert "report.md" in run.errors[0]
+    assert tree_bytes(out) == before
+    (out / "report.json").write_text('{"version": 1, "notes": "mine"}')  # not nabench's
+    before = tree_bytes(out)
+    run = nabench("report", str(results), "--out", str(out), "--no-plots")
+    _refused(run.code, run.errors, run.stderr)
+    assert tree_bytes(out) == before
+
+
 # -- selfknow metrics ----------------------------------------------------------------------
 
 

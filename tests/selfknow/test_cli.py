@@ -133,6 +133,24 @@ def test_out_writes_report_and_charts(reference_files: list[Path], tmp_path: Pat
     assert "![type_temporal_perception](type_temporal_perception.png)" in report
     saved = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert saved["n"] == 800
+    # its own folder is rewritten in place ...
+    again = CliRunner().invoke(selfknow, ["metrics", str(path), "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    assert (out / "report.md").read_text(encoding="utf-8") == report
+
+
+def test_out_never_takes_a_users_report_md_for_its_own(
+    reference_files: list[Path], tmp_path: Path
+) -> None:
+    """... but a folder holding only a user's report.md (no metrics.json of ours) is not."""
+    out = tmp_path / "paper"
+    out.mkdir()
+    (out / "report.md").write_text("# my draft\n", encoding="utf-8")
+    result = CliRunner().invoke(selfknow, ["metrics", str(_gpt4o_vanilla(reference_files)),
+                                           "--out", str(out)])  # fmt: skip
+    assert result.exit_code != 0 and "report.md" in result.stderr, result.output
+    assert [p.name for p in out.iterdir()] == ["report.md"]
+    assert (out / "report.md").read_text(encoding="utf-8") == "# my draft\n"
 
 
 @pytest.mark.parametrize(
