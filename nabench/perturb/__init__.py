@@ -1,5 +1,7 @@
 """Builders, one module per perturbation, registered by kind."""
 
+from typing import Any
+
 from nabench.core.rng import item_rng
 from nabench.perturb._base import KNOWN_NA_TEXTS, Builder, slug
 from nabench.perturb.all_of_the_above import AllOfTheAbove
@@ -16,6 +18,14 @@ BUILDERS: dict[str, type[Builder]] = {
     for b in (Original, NAKeyed, NAKeyedLast, NADistractor, NAMixed, AllOfTheAbove, ForeignKey)
 }
 
+
+def builders_for(spec: Any) -> list[Builder]:
+    """The builders a recipe's variant spec asks for, by its kind (`na_keyed` with
+    `position: last` is its own builder); each builder class reads its own spec."""
+    last = spec.kind == "na_keyed" and getattr(spec, "position", None) == "last"
+    return BUILDERS["na_keyed_last" if last else str(spec.kind)].from_spec(spec)
+
+
 __all__ = [
     "BUILDERS",
     "KNOWN_NA_TEXTS",
@@ -29,6 +39,7 @@ __all__ = [
     "NAKeyedLast",
     "NAMixed",
     "Original",
+    "builders_for",
     "item_rng",
     "slug",
 ]

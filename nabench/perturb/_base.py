@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -33,6 +33,12 @@ class Builder(ABC):
     # Eligibility reason for items that already hold one of `inserted_texts`.
     inserted_reason: ClassVar[str] = "has_none_option"
 
+    @classmethod
+    def from_spec(cls, spec: Any) -> list[Builder]:
+        """The builders (one per output config) a recipe's variant spec of this kind asks
+        for; a builder with no parameters makes one."""
+        return [cls()]
+
     @property
     @abstractmethod
     def config_name(self) -> str: ...
@@ -53,6 +59,11 @@ def slug(text: str) -> str:
     return "_".join(part for part in out.split("_") if part)
 
 
+def phrasing_config(kind: str, na_text: str, first: bool) -> str:
+    """Config name for a phrasing: the first keeps the kind, others get `kind__<slug>`."""
+    return kind if first else f"{kind}__{slug(na_text)}"
+
+
 @dataclass(frozen=True)
 class InsertsText(Builder):
     """A builder that inserts one text (`text`; the published column is still `na_text`);
@@ -60,6 +71,14 @@ class InsertsText(Builder):
 
     text: str = DEFAULT_NA_TEXT
     name: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> list[Builder]:
+        """One builder per NA phrasing in `spec.na_texts`, each its own config."""
+        return [
+            cls(text=t, name=phrasing_config(cls.kind, t, i == 0))
+            for i, t in enumerate(spec.na_texts)
+        ]
 
     @property
     def config_name(self) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
-from nabench.perturb._base import InsertsText
+from nabench.perturb._base import Builder, InsertsText
 from nabench.schemas.columns import ItemColumns, append_to_lists, perturbed_table
 
 DEFAULT_AOTA_TEXT = "All of the above"
@@ -22,6 +23,10 @@ class AllOfTheAbove(InsertsText):
     )
     inserted_reason = "has_all_option"
     text: str = DEFAULT_AOTA_TEXT
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> list[Builder]:
+        return [cls(text=spec.text)]  # one text, one config
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         return perturbed_table(

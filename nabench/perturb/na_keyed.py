@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from nabench.perturb._base import DEFAULT_NA_TEXT, InsertsText, slug
+from nabench.perturb._base import DEFAULT_NA_TEXT, InsertsText, phrasing_config
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 
 __all__ = ["DEFAULT_NA_TEXT", "NAKeyed", "phrasing_config"]
@@ -32,8 +32,3 @@ class NAKeyed(InsertsText):
             na_text=self.text,
             seed=seed,
         )
-
-
-def phrasing_config(kind: str, na_text: str, first: bool) -> str:
-    """Config name for a phrasing: the first keeps the kind, others get `kind__<slug>`."""
-    return kind if first else f"{kind}__{slug(na_text)}"

@@ -14,8 +14,7 @@ from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
 from nabench.audit.redux import ReduxAudit, flagged_total
 from nabench.core.errors import NabenchError, ValidationFailed
-from nabench.perturb import BUILDERS, Builder, ItemColumns
-from nabench.perturb.na_keyed import phrasing_config
+from nabench.perturb import Builder, ItemColumns, builders_for
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.skeleton import (
     BuildOptions,
@@ -47,21 +46,9 @@ from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
-    """One builder per output config; every extra NA phrasing gets its own config."""
-    out: list[Builder] = []
-    for spec in recipe.variants:
-        kind = builder_kind(spec)
-        cls = BUILDERS[kind]
-        if spec.kind in {"na_keyed", "na_distractor", "na_mixed"}:
-            texts = spec.na_texts  # type: ignore[union-attr]
-            out.extend(
-                cls(text=t, name=phrasing_config(kind, t, i == 0))  # type: ignore[call-arg]
-                for i, t in enumerate(texts)
-            )
-        elif spec.kind == "all_of_the_above":
-            out.append(cls(text=spec.text))  # type: ignore[call-arg,union-attr]
-        else:
-            out.append(cls())
+    """One builder per output config, in recipe order (each variant's builder class reads
+    its spec: every extra NA phrasing gets its own config)."""
+    out = [b for spec in recipe.variants for b in builders_for(spec)]
     names = [b.config_name for b in out]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -170,13 +157,6 @@ def _letter_checks(staged: Sequence[StagedTable]) -> dict[str, Any]:
         if share > LETTER_SHARE_WARNING
     ]
     return {"letter_shares": letter_shares, "warnings": warnings}
-
-
-def builder_kind(spec: Any) -> str:
-    """The builder a variant spec asks for (`na_keyed` with `position: last` has its own)."""
-    if spec.kind == "na_keyed" and spec.position == "last":
-        return "na_keyed_last"
-    return str(spec.kind)
 
 
 def _audit_split(

@@ -4,9 +4,13 @@ invariants would be published with none of them checked)."""
 
 from __future__ import annotations
 
-import pytest
+import typing
 
-from nabench.perturb import BUILDERS
+import pytest
+from pydantic import TypeAdapter
+
+from nabench.perturb import BUILDERS, builders_for
+from nabench.schemas.recipe import VariantSpec
 from nabench.validate.invariants import PERTURBED_RULES, VARIANTS
 
 
@@ -27,3 +31,36 @@ def test_rule_names_are_unique_and_described() -> None:
     assert all(r.description.strip() for r in PERTURBED_RULES)
     for rule in PERTURBED_RULES:  # a rule scoped to an unknown variant would never run
         assert rule.variants is None or set(rule.variants) <= set(BUILDERS), rule.name
+
+
+def _spec_kinds() -> list[str]:
+    """Every variant kind a recipe may name (the recipe schema's discriminated union)."""
+    union = typing.get_args(typing.get_args(VariantSpec)[0])
+    return sorted(typing.get_args(s.model_fields["kind"].annotation)[0] for s in union)
+
+
+@pytest.mark.parametrize("kind", _spec_kinds())
+def test_every_recipe_variant_kind_reaches_its_builder(kind: str) -> None:
+    """A recipe's variant becomes builders through the builder classes alone (no table of
+    kinds in the pipeline): one config per NA phrasing, the first named after the kind."""
+    spec = TypeAdapter(VariantSpec).validate_python({"kind": kind})
+    [builder] = builders_for(spec)
+    assert type(builder) is BUILDERS[kind] and builder.config_name == kind
+    if "na_texts" in type(spec).model_fields:
+        texts = ["None of the above", "Answer not found"]
+        spec = TypeAdapter(VariantSpec).validate_python({"kind": kind, "na_texts": texts})
+        built = builders_for(spec)
+        assert [b.config_name for b in built] == [kind, f"{kind}__answer_not_found"]
+        assert [b.inserted_texts for b in built] == [(t,) for t in texts]
+
+
+def test_na_keyed_last_is_its_own_builder() -> None:
+    spec = TypeAdapter(VariantSpec).validate_python({"kind": "na_keyed", "position": "last"})
+    [builder] = builders_for(spec)
+    assert type(builder) is BUILDERS["na_keyed_last"] and builder.config_name == "na_keyed_last"
+
+
+def test_all_of_the_above_reads_its_text() -> None:
+    spec = TypeAdapter(VariantSpec).validate_python({"kind": "all_of_the_above", "text": "All"})
+    [builder] = builders_for(spec)
+    assert builder.inserted_texts == ("All",) and builder.config_name == "all_of_the_above"
