@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
@@ -126,6 +127,28 @@ def test_a_silent_or_dripping_server_fails_the_request_by_its_attempt_deadlines(
     assert done.error is not None and done.text == ""
     assert 4 <= elapsed < 4 + 1 + 5, elapsed  # two full attempts, a back-off, slack
     assert "Timeout" in done.error or "deadline" in done.error, done.error
+
+
+@pytest.mark.slow  # no model, but 43 s of waiting: kept out of the everyday loop
+def test_at_timeout_s_5_a_silent_and_a_dripping_server_fail_within_60_s() -> None:
+    """The issue's own setting: `--option timeout_s=5` with the default retries (6 attempts
+    of 5 s and the client's back-off) ends within 60 s on both servers, run side by side."""
+
+    def one(serve: Callable[[socket.socket], None]) -> tuple[str | None, float]:
+        with tcp_server(serve) as url:
+            backend = OpenAIBackend(model="m", base_url=url, api_key="k", timeout_s=5)
+            try:
+                start = time.monotonic()
+                [done] = backend.complete([REQ])
+                return done.error, time.monotonic() - start
+            finally:
+                backend.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(one, [silent, dripping]))
+    for error, elapsed in results:
+        assert error is not None and ("Timeout" in error or "deadline" in error), error
+        assert 6 * 5 <= elapsed < 60, elapsed
 
 
 def test_the_total_deadline_bounds_all_retries() -> None:
