@@ -24,6 +24,9 @@ lane() {
 }
 
 status=0
-lane fast "not slow" "$@" || status=1
+# The fast lane runs on every core (pytest-xdist): its tests are independent and CPU-bound.
+# The slow lane does not: its session fixtures (one vLLM engine, one llama.cpp server, one
+# Ray cluster) would be started once per worker, and the model already uses the cores.
+lane fast "not slow" -n auto "$@" || status=1
 lane slow "slow" "$@" || status=1
 exit "$status"

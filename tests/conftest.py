@@ -32,6 +32,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     _COUNTS["selected"] = len(session.items)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist (`-n`), each worker collects; it hands its counts to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["nabench_counts"] = dict(_COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """The xdist controller: every worker collected the same tests, so one worker's counts
+    are the run's."""
+    counts = getattr(node, "workeroutput", {}).get("nabench_counts")
+    if counts:
+        _COUNTS.update(counts)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line CI logs can be compared on: did the same number of tests run?"""
     import property_settings  # registered as a plugin above; importing it first would warn
