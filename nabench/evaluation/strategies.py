@@ -23,6 +23,7 @@ Registered strategies (``--backend reference --model NAME``):
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -173,19 +174,28 @@ class Oracle(Strategy):
         return items.gold.astype(np.int64, copy=True)
 
 
-def _first_match(choices: Sequence[str], texts: frozenset[str], want: bool) -> int:
-    """Index of the first option whose normalised text is (``want``) or is not in
-    ``texts``; 0 (option A) when none is."""
-    for i, c in enumerate(choices):
-        if (" ".join(c.split()).casefold() in texts) == want:
-            return i
-    return 0
+@functools.lru_cache(maxsize=1 << 18)
+def _folded(text: str) -> str:
+    """Whitespace collapsed and casefolded (once per distinct text: every config of a build
+    repeats the same options)."""
+    return " ".join(text.split()).casefold()
 
 
 def _by_text(items: ItemBatch, texts: frozenset[str], want: bool) -> NDArray[np.int64]:
-    return np.fromiter(
-        (_first_match(cs, texts, want) for cs in items.choices), dtype=np.int64, count=len(items)
-    )
+    """Per item, the index of the first option whose normalised text (whitespace collapsed,
+    casefolded) is (``want``) or is not in ``texts``; 0 (option A) when none is. Each
+    distinct text is normalised once and the first match is found with numpy: a card scores
+    these strategies on every config of a build (per row in Python it was 1 s of a 2.3 s
+    full MMLU build)."""
+    flat = [c for cs in items.choices for c in cs]
+    lengths = np.fromiter((len(cs) for cs in items.choices), dtype=np.int64, count=len(items))
+    match = np.fromiter(((_folded(c) in texts) == want for c in flat), bool, count=len(flat))
+    row = np.repeat(np.arange(len(items)), lengths)
+    within = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    first = np.full(len(items), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, row[match], within[match])
+    first[first == np.iinfo(np.int64).max] = 0
+    return first
 
 
 @register_strategy("always-na", "the 'None of the above' option (known phrasings), else A")

@@ -10,6 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+from property_settings import CHEAP
 
 from nabench.cli import main as nabench_main
 from nabench.cli.evaluation import eval_cmd
@@ -36,6 +39,35 @@ def test_strategies_pick_by_option_text() -> None:
     assert get_strategy("always-na").choose(b).tolist() == [1, 0, 0]  # no NA: option A
     assert get_strategy("never-na").choose(b).tolist() == [0, 1, 0]
     assert get_strategy("always-aota").choose(b).tolist() == [0, 2, 0]
+
+
+def _first_by_text(choices: list[str], texts: set[str], want: bool) -> int:
+    """Reference: the first option whose collapsed, casefolded text is (not) in `texts`."""
+    for i, c in enumerate(choices):
+        if (" ".join(c.split()).casefold() in texts) == want:
+            return i
+    return 0
+
+
+_OPTION = st.sampled_from(
+    ["None of the above", "none  OF the above", "Answer not found", "All of the above",
+     "ALL OF THE ABOVE ", "Paris", "x", "", "Straße", "STRASSE"]
+)  # fmt: skip
+
+
+@CHEAP
+@given(st.lists(st.lists(_OPTION, min_size=1, max_size=6), min_size=1, max_size=30))
+def test_text_strategies_equal_a_per_row_reference(choices: list[list[str]]) -> None:
+    """The vectorised first-match equals the per-row definition, rows of any length."""
+    batch = ItemBatch.from_lists([str(i) for i in range(len(choices))], choices,
+                                 [0] * len(choices))  # fmt: skip
+    na = {"none of the above", "answer not found", "no valid options",
+          "none of the options given is correct"}  # fmt: skip
+    cases = {"always-na": (na, True), "never-na": (na, False),
+             "always-aota": ({"all of the above"}, True)}  # fmt: skip
+    for name, (texts, want) in cases.items():
+        expected = [_first_by_text(cs, texts, want) for cs in choices]
+        assert get_strategy(name).choose(batch).tolist() == expected, name
 
 
 @pytest.fixture(scope="module")
