@@ -109,3 +109,11 @@ def test_readme_exclusion_numbers_come_from_a_build(mmlu_na_full: BuildResult) -
     # and the sentence states the per-reason counts of this build
     for reason, n in mmlu_na_full.exclusions["by_reason"].items():
         assert f"{n:,} `{reason}`" in numbers.section(readme)
+
+
+def test_readme_build_bench_row_counts_come_from_a_build(mmlu_na_full: BuildResult) -> None:
+    """The build bench's row in the README names the tables a full build writes."""
+    files = sum(len(splits) for splits in mmlu_na_full.counts.values())
+    rows = sum(sum(splits.values()) for splits in mmlu_na_full.counts.values())
+    readme = (REPO / "README.md").read_text("utf-8")
+    assert f"14,042 items → {rows:,} rows in {files} parquet files" in readme, (files, rows)
