@@ -5,17 +5,23 @@ cell."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from fixtures.scripted import Scripted, chat_body
 
 from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.selfknow import default_stats_path
 from nabench.pipelines.skeleton import BuildOptions
+from nabench.selfknow import load_taxonomy
 from nabench.selfknow.generate import plan_slots, refill_seed, refill_slots
 
 RECIPE: dict[str, Any] = {
@@ -76,43 +82,105 @@ def test_line_of_duty_follows_the_paper_and_its_code_variant_the_code() -> None:
     )
 
 
-@pytest.mark.slow
+def _scripted_recipe(url: str) -> dict[str, Any]:
+    generator = {k: v for k, v in RECIPE["generator"].items() if k != "options"}
+    model = {"backend": "openai", "base_url": url, "model": "scripted-model", "concurrency": 4}
+    return {**RECIPE, "generator": {**generator, **model}}
+
+
+_SLOT = re.compile(r"category: (\w+); type: (.+?); reason: (.+?)\. This is task \d+ of")
+
+
 def test_line_of_duty_meets_every_quota_or_names_the_shortfall(
-    tmp_path: Path, llama_cpp: Any
+    tmp_path: Path, scripted_server: Callable[..., Scripted]
 ) -> None:
+    """Refill bookkeeping with chosen answers (a scripted server, the real openai backend):
+    every feasible slot is answered with another type the first time its prompt is seen and
+    rightly on the refill; one infeasible type is never answered with JSON. So every
+    cell but that one meets its quota after one refill, that one is short by all its slots
+    after the protocol's 5 rounds, and the card and stats name exactly that shortfall."""
+    taxonomy = load_taxonomy()
+    plan = plan_slots(5, ("vanilla",), seed=11)
+    broken = next(s.type_id for s in plan if s.category == "infeasible")
+    broken_name = taxonomy.find_type(broken).name  # type: ignore[union-attr]
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def respond(_path: str, body: dict[str, Any], _n: int) -> tuple[int, Any]:
+        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if "write short test tasks" not in system:  # a classification
+            return 200, chat_body(json.dumps({"task_class": "feasible", "answer": "ok",
+                                              "reason": ""}))  # fmt: skip
+        category, type_name, reason = _SLOT.search(user).groups()  # type: ignore[union-attr]
+        with lock:
+            seen[user] += 1
+            first = seen[user] == 1
+        if category == "infeasible" and type_name == broken_name:
+            return 200, chat_body("I cannot answer in JSON.")
+        other = next(t.name for t in taxonomy.types if t.name != type_name)
+        wrong = first and category == "feasible"
+        digest = hashlib.sha256(f"{user}{body.get('seed')}".encode()).hexdigest()[:48]
+        task = {"category": category, "reason": reason, "task": f"Do {digest}.",
+                "type": other if wrong else type_name}  # fmt: skip
+        return 200, chat_body(json.dumps(task))
+
+    server = scripted_server(respond)
     out = tmp_path / "sk"
-    recipe = parse_recipe(RECIPE, "refill")
+    recipe = parse_recipe(_scripted_recipe(server.url), "refill")
     run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty-code"))
     tasks, quarantine = _table(out, "tasks"), _table(out, "quarantine")
     manifest = json.loads((out / "build.json").read_text())
     gen = manifest["generation"]
     assert manifest["protocol"]["name"] == "line-of-duty-code"
     assert {r["temperature"] for r in tasks + quarantine} == {1.0}
-    assert {r["temperature"] for r in _table(out, "classifications")} <= {1.0}
+    assert {r["temperature"] for r in _table(out, "classifications")} == {1.0}
 
-    plan = plan_slots(5, ("vanilla",), seed=11)
+    cell = f"vanilla/infeasible/{broken}"
     quota = Counter(f"vanilla/{s.category}/{s.type_id}" for s in plan)
     kept = Counter(f"vanilla/{r['category']}/{r['type_id']}" for r in tasks)
-    expected = {c: n - kept[c] for c, n in quota.items() if kept[c] < n}
-    assert gen["shortfall"] == expected  # each short cell named with its missing count
-    assert all(kept[c] <= n for c, n in quota.items())  # a refill never overfills a cell
-    assert len({r["task_id"] for r in tasks}) == len(tasks)
+    assert gen["shortfall"] == {cell: quota[cell]}
+    assert kept == {c: n for c, n in quota.items() if c != cell}  # never overfilled
+    assert len({r["task_id"] for r in tasks}) == len(tasks) == len(plan) - quota[cell]
     card = (out / "README.md").read_text()
-    if expected:
-        for cell, missing in expected.items():
-            assert f"`{cell}`: {missing}" in card
-    else:
-        assert "Every class × type cell met its planned quota." in card
-        assert gen["kept_by_class"]["feasible"] == gen["kept_by_class"]["infeasible"] == 5
-    # Each failed attempt stays quarantined with its round; refilled slots were re-asked.
-    rounds = {r["refill_round"] for r in quarantine} | {r["refill_round"] for r in tasks}
-    assert gen["refill_rounds"] == max(rounds)
-    if quarantine:
-        assert gen["refill_rounds"] >= 1
+    assert f"`{cell}`: {quota[cell]}" in card
     stats = json.loads(default_stats_path(out).read_text())["extra"]["generation"]
-    assert stats["extra"]["shortfall"] == expected
+    assert stats["extra"]["shortfall"] == {cell: quota[cell]}
+
+    # Each failed attempt stays quarantined with its round; refilled slots were re-asked.
+    assert gen["refill_rounds"] == 5
+    by_reason = Counter((r["quarantine_reason"], r["refill_round"]) for r in quarantine)
+    feasible = sum(1 for s in plan if s.category == "feasible")
+    assert by_reason == {
+        ("type_mismatch", 0): feasible,  # refilled once, then kept
+        **{("invalid_json", r): quota[cell] for r in range(6)},  # every round fails
+    }
+    assert Counter(r["refill_round"] for r in tasks) == {0: len(tasks) - feasible, 1: feasible}
 
     # A rerun replays every round from the cache.
+    posts = len(server.posts)
+    run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty-code"))
+    assert json.loads(default_stats_path(out).read_text())["calls"] == 0
+    assert len(server.posts) == posts
+    assert _table(out, "tasks") == tasks
+
+
+@pytest.mark.slow
+def test_line_of_duty_on_the_real_model_ends_with_a_named_shortfall_or_none(
+    tmp_path: Path, llama_cpp: Any
+) -> None:
+    """The same protocol end to end on SmolLM2 (whatever it writes): the shortfall it names
+    is what the kept tasks leave missing, and a rerun calls no model."""
+    out = tmp_path / "sk"
+    recipe = parse_recipe({**RECIPE, "generator": {**RECIPE["generator"], "n_per_class": 2}},
+                          "refill")  # fmt: skip
+    run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty-code"))
+    tasks = _table(out, "tasks")
+    gen = json.loads((out / "build.json").read_text())["generation"]
+    plan = plan_slots(2, ("vanilla",), seed=11)
+    quota = Counter(f"vanilla/{s.category}/{s.type_id}" for s in plan)
+    kept = Counter(f"vanilla/{r['category']}/{r['type_id']}" for r in tasks)
+    assert gen["shortfall"] == {c: n - kept[c] for c, n in quota.items() if kept[c] < n}
+    assert all(kept[c] <= n for c, n in quota.items())
     run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty-code"))
     assert json.loads(default_stats_path(out).read_text())["calls"] == 0
     assert _table(out, "tasks") == tasks
