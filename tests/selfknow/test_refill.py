@@ -5,10 +5,7 @@ cell."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +13,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from fixtures.scripted import Scripted, chat_body
+from fixtures.scripted import Scripted
+from scripted_model import openai_model, responder
 
 from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.selfknow import default_stats_path
@@ -82,15 +80,6 @@ def test_line_of_duty_follows_the_paper_and_its_code_variant_the_code() -> None:
     )
 
 
-def _scripted_recipe(url: str) -> dict[str, Any]:
-    generator = {k: v for k, v in RECIPE["generator"].items() if k != "options"}
-    model = {"backend": "openai", "base_url": url, "model": "scripted-model", "concurrency": 4}
-    return {**RECIPE, "generator": {**generator, **model}}
-
-
-_SLOT = re.compile(r"category: (\w+); type: (.+?); reason: (.+?)\. This is task \d+ of")
-
-
 def test_line_of_duty_meets_every_quota_or_names_the_shortfall(
     tmp_path: Path, scripted_server: Callable[..., Scripted]
 ) -> None:
@@ -103,30 +92,16 @@ def test_line_of_duty_meets_every_quota_or_names_the_shortfall(
     plan = plan_slots(5, ("vanilla",), seed=11)
     broken = next(s.type_id for s in plan if s.category == "infeasible")
     broken_name = taxonomy.find_type(broken).name  # type: ignore[union-attr]
-    seen: Counter[str] = Counter()
-    lock = threading.Lock()
-
-    def respond(_path: str, body: dict[str, Any], _n: int) -> tuple[int, Any]:
-        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if "write short test tasks" not in system:  # a classification
-            return 200, chat_body(json.dumps({"task_class": "feasible", "answer": "ok",
-                                              "reason": ""}))  # fmt: skip
-        category, type_name, reason = _SLOT.search(user).groups()  # type: ignore[union-attr]
-        with lock:
-            seen[user] += 1
-            first = seen[user] == 1
+    def rule(category: str, type_name: str, _reason: str, seen: int) -> str | None:
         if category == "infeasible" and type_name == broken_name:
-            return 200, chat_body("I cannot answer in JSON.")
-        other = next(t.name for t in taxonomy.types if t.name != type_name)
-        wrong = first and category == "feasible"
-        digest = hashlib.sha256(f"{user}{body.get('seed')}".encode()).hexdigest()[:48]
-        task = {"category": category, "reason": reason, "task": f"Do {digest}.",
-                "type": other if wrong else type_name}  # fmt: skip
-        return 200, chat_body(json.dumps(task))
+            return None  # no JSON, every round
+        if category == "feasible" and seen == 1:  # another type the first time
+            return next(t.name for t in taxonomy.types if t.name != type_name)
+        return type_name
 
-    server = scripted_server(respond)
+    server = scripted_server(responder(rule))
     out = tmp_path / "sk"
-    recipe = parse_recipe(_scripted_recipe(server.url), "refill")
+    recipe = parse_recipe(openai_model(RECIPE, server.url), "refill")
     run_recipe(recipe, BuildOptions(out=out, progress=False, protocol="line-of-duty-code"))
     tasks, quarantine = _table(out, "tasks"), _table(out, "quarantine")
     manifest = json.loads((out / "build.json").read_text())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
+from fixtures.scripted import Scripted
+from scripted_model import openai_model, responder
 
 from nabench.cli import main
 from nabench.core.errors import RecipeError, ValidationFailed
@@ -236,14 +239,14 @@ def test_build_small_recipe_end_to_end_and_cached_rerun(tmp_path: Path, llama_cp
     assert scored == json.loads((out / "report" / "metrics.json").read_text())
 
 
-@pytest.mark.slow
 def test_build_validates_before_writing_a_manifest(
-    tmp_path: Path, llama_cpp: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, scripted_server: Callable[..., Scripted], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A selfknow build runs the validator `nabench validate` runs, before its manifest is
     written: a classification of a task the build does not have stops the build, and the
-    previous build in the folder is left as it was."""
-    recipe = parse_recipe(SMALL_RECIPE, "small")
+    previous build in the folder is left as it was. (Pipeline logic: a scripted model.)"""
+    server = scripted_server(responder())
+    recipe = parse_recipe(openai_model(SMALL_RECIPE, server.url), "small")
     out = tmp_path / "sk"
     run_recipe(recipe, BuildOptions(out=out, progress=False))
     before = (out / "build.json").read_bytes()
@@ -260,9 +263,11 @@ def test_build_validates_before_writing_a_manifest(
         return tables
 
     monkeypatch.setattr(selfknow_pipeline, "tables_of", tampered)
+    posts = len(server.posts)
     with pytest.raises(ValidationFailed, match="classified_task_known"):
         run_recipe(recipe, BuildOptions(out=out, progress=False))  # replayed from the cache
     assert (out / "build.json").read_bytes() == before
+    assert len(server.posts) == posts
 
 
 @pytest.mark.slow
