@@ -92,6 +92,7 @@ def test_line_of_duty_meets_every_quota_or_names_the_shortfall(
     plan = plan_slots(5, ("vanilla",), seed=11)
     broken = next(s.type_id for s in plan if s.category == "infeasible")
     broken_name = taxonomy.find_type(broken).name  # type: ignore[union-attr]
+
     def rule(category: str, type_name: str, _reason: str, seen: int) -> str | None:
         if category == "infeasible" and type_name == broken_name:
             return None  # no JSON, every round
