@@ -50,9 +50,9 @@ FILE = "test-00000-of-00001.parquet"
 
 
 def _labelled_build(
-    mmlu_dir: Path, tmp_path: Path, llm: dict[str, Any] | None = None
+    mmlu_dir: Path, tmp_path: Path, llm: dict[str, Any] | None = None, limit: int = 12
 ) -> tuple[Path, Any]:
-    """Build 12 MMLU items with LLM labels (the recipe's local backend unless `llm`)."""
+    """Build `limit` MMLU items with LLM labels (the recipe's local backend unless `llm`)."""
     recipe = yaml.safe_load(
         (Path(__file__).resolve().parents[2] / "nabench/recipes/mmlu-na.yaml").read_text()
     )
@@ -68,7 +68,7 @@ def _labelled_build(
         "--source",
         str(mmlu_dir),
         "--limit",
-        "12",
+        str(limit),
         "--out",
         str(out),
         "--cache",
@@ -82,12 +82,14 @@ def _labelled_build(
 def test_build_with_llm_labels_publishes_labels_and_quarantines(
     mmlu_dir: Path, tmp_path: Path
 ) -> None:
-    """End to end on the real SmolLM2 (the local backend loads the model: slow)."""
-    out, result = _labelled_build(mmlu_dir, tmp_path)
+    """End to end on the real SmolLM2 (the local backend loads the model: slow), on 4 items:
+    which labels lead where is tested on 12 with chosen labels below."""
+    out, result = _labelled_build(mmlu_dir, tmp_path, limit=4)
     assert result.exit_code == 0, result.output
     labels = pq.read_table(out / "labels" / "test-00000-of-00001.parquet").to_pylist()
     excluded = pq.read_table(out / "excluded" / "test-00000-of-00001.parquet").to_pylist()
     original = pq.read_table(out / "original" / "test-00000-of-00001.parquet").to_pylist()
+    assert len(labels) == 4  # every item labelled, whatever the model said
     by_id = {r["id"]: r for r in labels}
     reasons = {r["id"]: r["reason"] for r in excluded}
     for item_id, label in by_id.items():

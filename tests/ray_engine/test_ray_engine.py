@@ -76,21 +76,21 @@ def _labels(path: Path) -> list[dict[str, Any]]:
 def test_ray_labels_equal_local_and_rerun_is_free(
     endpoints: tuple[str, str], mmlu_dir: Path, tmp_path: Path
 ) -> None:
+    # 8 items: two Ray batches of 4, one per server (the kill and outage tests use 14)
     first, second = endpoints
     local_out, ray_out = tmp_path / "local.parquet", tmp_path / "ray.parquet"
-    local = _run(_label_cmd(mmlu_dir, local_out, tmp_path / "local.sqlite", first))
-    ray = _run(
-        _label_cmd(mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second))
+    local = _run(_label_cmd(mmlu_dir, local_out, tmp_path / "local.sqlite", first, limit=8))
+    ray_cmd = _label_cmd(
+        mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second), limit=8
     )
-    assert local["n"] == ray["n"] >= LIMIT - 2  # the audit excludes a few of the first rows
+    ray = _run(ray_cmd)
+    assert local["n"] == ray["n"] == 8  # the first 8 MMLU test items are all eligible
     assert ray["calls"] >= ray["n"] and ray["cache_hits"] == 0
     assert ray["engine"]["engine"] == "ray" and ray["engine"]["ray"]["endpoints"] == 2
     assert local["engine"] == {"engine": "local"}
     assert _labels(ray_out) == _labels(local_out)  # content, row for row
 
-    again = _run(
-        _label_cmd(mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second))
-    )
+    again = _run(ray_cmd)
     assert again["calls"] == 0 and again["cache_hits"] >= again["n"]
     assert _labels(ray_out) == _labels(local_out)
     # Nothing in a written file names an endpoint or a key.
