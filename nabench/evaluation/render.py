@@ -19,32 +19,11 @@ from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
 from nabench.evaluation.paper_report import paper_anova
 from nabench.evaluation.report_data import Report
-from nabench.evaluation.tables import RUN_COLUMNS_MD, runs_table, with_ci
+from nabench.evaluation.tables import RUN_COLUMNS_MD, headline_columns, runs_table, with_ci
 
 __all__ = ["md_table", "render_markdown"]
 
 TEMPLATES = Path(__file__).parent / "templates"
-HEADLINE_MD = [
-    "run",
-    "config",
-    "n",
-    "acc_original",
-    "acc_variant",
-    "invalid_share_original",
-    "invalid_share_variant",
-    "diff",
-    "diff_ci",
-    "rel_drop",
-    "rel_drop_ci",
-    "mcnemar_p",
-    "mcnemar_p_bh",
-    "significant_fdr",
-    "mde_80",
-    "clustering",
-    "cl_p",
-    "orig_only_correct",
-    "variant_only_correct",
-]
 
 
 def _templates() -> Any:
@@ -165,18 +144,16 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         "notes": report.notes,
         "models": report.results.models,
         "baselines": report.results.baselines,
-        "headline": md_table(with_ci(head), HEADLINE_MD) if not head.empty else "",
+        "headline": md_table(with_ci(head), headline_columns()) if not head.empty else "",
         "worst_case": ""
         if t["worst_case"].empty
-        else md_table(with_ci(t["worst_case"]), [*HEADLINE_MD[:1], "variants", *HEADLINE_MD[2:]]),
+        else md_table(with_ci(t["worst_case"]), headline_columns("variants")),
         "redux": ""
         if t.get("headline_redux") is None or t["headline_redux"].empty
-        else md_table(with_ci(t["headline_redux"]), [*HEADLINE_MD[:2], "redux", *HEADLINE_MD[2:]]),
+        else md_table(with_ci(t["headline_redux"]), headline_columns("config", "redux")),
         "categories": ""
         if t["headline_categories"].empty
-        else md_table(
-            with_ci(t["headline_categories"]), [*HEADLINE_MD[:2], "category", *HEADLINE_MD[2:]]
-        ),
+        else md_table(with_ci(t["headline_categories"]), headline_columns("config", "category")),
         "configs": [
             {"config": str(c), "table": md_table(g, cfg_cols)}
             for c, g in t["configs"].groupby("config", sort=False)

@@ -3,6 +3,7 @@ build, and the report's flag on configs a shortcut wins."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,23 @@ def test_report_flags_the_configs_a_shortcut_wins(runs: tuple[Path, Path], tmp_p
     section = md.split("## Shortcuts", 1)[1].split("\n## ", 1)[0]
     assert "| na_keyed | reference_always-na |" in section
     assert "na_distractor" not in section
+
+
+def test_the_page_shows_what_report_md_shows(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """report.html's headline and shortcut tables have report.md's columns (one list,
+    `HEADLINE_SHOWN`) plus the model id: the adjusted p, FDR flag, MDE and clustered test
+    were in the CSVs and report.md but not on the page."""
+    _, out = runs
+    write_report([out], tmp_path / "r", plots=False, html=True)
+    page = (tmp_path / "r" / "report.html").read_text("utf-8")
+    md = (tmp_path / "r" / "report.md").read_text("utf-8")
+    head = page.split('<table id="headline">', 1)[1].split("</thead>", 1)[0]
+    page_cols = re.findall(r'<th scope="col">([^<]+)</th>', head)
+    md_head = md.split("## Headline", 1)[1].split("\n| ", 1)[1].split("\n", 1)[0]
+    md_cols = [c.strip() for c in ("| " + md_head).strip("|").split("|")]
+    assert page_cols == [md_cols[0], "model", *md_cols[1:]]
+    for col in ("mcnemar_p_bh", "significant_fdr", "mde_80", "cl_p"):
+        assert col in page_cols
+    shortcuts = page.split('<table id="shortcuts">', 1)[1].split("</table>", 1)[0]
+    assert shortcuts.count("<tr>") == 1 + 2  # header + na_keyed, na_keyed__answer_not_found
+    assert "reference_always-na" in shortcuts and "na_distractor" not in shortcuts

@@ -20,25 +20,11 @@ from nabench.core.atomic import atomic_file
 from nabench.core.cells import fmt_cell
 from nabench.evaluation.html.data import browser_payload, encode_payload
 from nabench.evaluation.report_data import Report
-from nabench.evaluation.tables import runs_table, with_ci
+from nabench.evaluation.tables import headline_columns, runs_table, with_ci
 
 __all__ = ["HtmlTable", "html_table", "render_html", "write_html"]
 
 HERE = Path(__file__).parent
-HEADLINE_COLS = (
-    "run",
-    "model",
-    "config",
-    "n",
-    "acc_original",
-    "acc_variant",
-    "invalid_share_variant",
-    "diff",
-    "diff_ci",
-    "rel_drop",
-    "rel_drop_ci",
-    "mcnemar_p",
-)
 
 
 @dataclass(frozen=True)
@@ -99,12 +85,20 @@ def _context(report: Report, out: Path) -> dict[str, Any]:
     res = report.results
     payload = browser_payload(res, report.texts)
     payload["models"] = res.models  # the outcome filter's "any model": baselines aside
+    redux = t.get("headline_redux")
+    redux = pd.DataFrame() if redux is None else redux
     return {
-        "headline": html_table(with_ci(t["headline"]), HEADLINE_COLS),
-        "worst_case": html_table(with_ci(t["worst_case"]), HEADLINE_COLS),
+        "headline": html_table(with_ci(t["headline"]), headline_columns(model=True)),
+        "worst_case": html_table(
+            with_ci(t["worst_case"]), headline_columns("variants", model=True)
+        ),
+        "redux": html_table(with_ci(redux), headline_columns("config", "redux", model=True)),
+        "shortcuts": html_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
         "subject_drops": html_table(_mean_drop(t["headline_subjects"], "subject")),
         "category_drops": html_table(_mean_drop(t["headline_categories"], "category")),
-        "categories": html_table(with_ci(t["headline_categories"]), (*HEADLINE_COLS, "category")),
+        "categories": html_table(
+            with_ci(t["headline_categories"]), headline_columns("config", "category", model=True)
+        ),
         "panel": html_table(t["panel"]),
         "kr20_category": html_table(t["kr20_category"]),
         "discrimination": html_table(_discrimination(t["discrimination"])),
