@@ -176,15 +176,21 @@ def report_json(report: Report) -> dict[str, Any]:
     )
 
 
+_REPORT_KEYS = frozenset({"version", "models", "baselines", "headline", "configs"})
+
+
 def _holds_a_report(out: Path) -> bool:
-    """`out/report.json` is one `write_report` wrote: it opens with the keys `report_json`
-    puts first, written compactly (read from its head: a full report.json can be large)."""
+    """`out/report.json` is one `write_report` wrote (any version of its layout: earlier
+    ones were indented): a JSON object with the report's keys. It is written first, so a
+    report killed half-way is still recognised as nabench's."""
+    path = out / "report.json"
     try:
-        with open(out / "report.json", "rb") as f:
-            head = f.read(64)
-    except OSError:
+        if path.stat().st_size > 256 * 2**20:  # larger than any report: not ours
+            return False
+        record = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
         return False
-    return head.startswith(b'{"version": %d, "models": [' % REPORT_JSON_VERSION)
+    return isinstance(record, dict) and record.keys() >= _REPORT_KEYS
 
 
 # What `write_report` writes: in a folder holding an earlier report, rewriting these loses
@@ -216,6 +222,10 @@ def write_report(
     out = Path(out)
     check_folder(out, REPORT_OUT, [("the results folder", Path(p)) for p in paths])
     report = build_report(load_results(paths), min_coverage, protocol, labels, redux)
+    # report.json first: it marks the folder as a report's (REPORT_OUT), even if killed later.
+    # Compact JSON: the C encoder (indent= would fall back to the slow Python one).
+    with atomic_file(out / "report.json") as tmp:
+        tmp.write_text(json.dumps(report_json(report), ensure_ascii=False), encoding="utf-8")
     tables_dir = out / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)
     for name, df in report.tables.items():
@@ -228,9 +238,6 @@ def write_report(
     report.markdown = render_markdown(report)
     with atomic_file(out / "report.md") as tmp:
         tmp.write_text(report.markdown, encoding="utf-8")
-    # compact JSON: the C encoder (indent= would fall back to the slow Python one)
-    with atomic_file(out / "report.json") as tmp:
-        tmp.write_text(json.dumps(report_json(report), ensure_ascii=False), encoding="utf-8")
     if html:
         report.texts = item_texts(report.results.summaries)
         write_html(report, out)

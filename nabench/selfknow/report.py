@@ -312,6 +312,13 @@ def write_report(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # metrics.json first: it marks the folder as a report's (REPORT_OUT), even if killed later.
+    data = out / "metrics.json"
+    with atomic_file(data) as tmp:
+        tmp.write_text(
+            json.dumps(metrics_to_dict(primary, alternative), indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
     charts: list[str] = []
     written: list[Path] = []
     for key, metrics in primary.by_type.items():
@@ -327,10 +334,4 @@ def write_report(
     report = out / "report.md"
     with atomic_file(report) as tmp:
         tmp.write_text(render_markdown(primary, alternative, title, charts), encoding="utf-8")
-    data = out / "metrics.json"
-    with atomic_file(data) as tmp:
-        tmp.write_text(
-            json.dumps(metrics_to_dict(primary, alternative), indent=2, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
     return [report, data, *written]

@@ -97,6 +97,8 @@ POSITIVE: list[tuple[str, str]] = [
     ("None of the interventions", NONE),
     ("neither of the indictments.", NONE),
     ("none of the stereos.", NONE),
+    ("All three", ALL),
+    ("all four.", ALL),
     ("\uff21 and \uff22", REFERS),  # fullwidth letters
 ]
 
@@ -121,6 +123,10 @@ NEGATIVE = [
     "both indictments.",
     "all waves.",
     "All Verbal subtests",
+    "all of us",
+    "All of this",
+    "none of this.",
+    "Both of its",
     "None of the offspring will be affected",
     "Vitamin A and D",
     "Excess consumption of Vitamins A and C",

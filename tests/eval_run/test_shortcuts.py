@@ -4,6 +4,7 @@ build, and the report's flag on configs a shortcut wins."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,22 @@ def test_the_page_shows_what_report_md_shows(runs: tuple[Path, Path], tmp_path: 
     shortcuts = page.split('<table id="shortcuts">', 1)[1].split("</table>", 1)[0]
     assert shortcuts.count("<tr>") == 1 + 2  # header + na_keyed, na_keyed__answer_not_found
     assert "reference_always-na" in shortcuts and "na_distractor" not in shortcuts
+
+
+def test_worst_case_columns_and_no_shortcut_run_match_report_md(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, out = runs
+    only = tmp_path / "only-majority"
+    shutil.copytree(out / "reference_majority", only / "reference_majority")
+    write_report([only], tmp_path / "r", plots=False, html=True)
+    page = (tmp_path / "r" / "report.html").read_text("utf-8")
+    md = (tmp_path / "r" / "report.md").read_text("utf-8")
+    assert "No shortcut strategy was run" in md and "No shortcut strategy was run" in page
+    assert '<table id="shortcuts">' not in page
+    head = page.split('<table id="worst-case">', 1)[1].split("</thead>", 1)[0]
+    page_cols = re.findall(r'<th scope="col">([^<]+)</th>', head)
+    section = md.split("### Worst case over variants", 1)[1]
+    md_cols = [c.strip() for c in section.split("\n| ", 1)[1].split("\n", 1)[0].split("|")]
+    md_cols = [c for c in md_cols if c]
+    assert page_cols == [md_cols[0], "model", *md_cols[1:]] and "variants" in page_cols

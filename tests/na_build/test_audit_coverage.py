@@ -22,8 +22,10 @@ _L = r"\(?[a-e]\)?\.?"
 MISSED = re.compile(
     r"none of (the )?above|all of (the )?above|any of (the above|these)"
     rf"|^(both |either |options )?{_L}((, |,? and |,? or | & ){_L})+( only| are correct)?$"
-    # a key quantifying over the other options by count or name ("all three structures.")
-    r"|^(all|both|each) (of the |the )?(two|three|four) \w+$|^(both|all) of the \w+s$",
+    # a whole option quantifying over a counted or named set ("all three structures.",
+    # "Both of the interventions", "None of the interventions")
+    r"|^(all|both|each) (of )?(the )?(two|three|four|five|\d)( \w+)?$"
+    r"|^(all|both|each|none|neither) of the \w+s$",
     re.IGNORECASE,
 )
 _INVISIBLE = re.compile("[\u200b-\u200f\u2060\ufeff]")

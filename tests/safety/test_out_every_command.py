@@ -3,6 +3,7 @@ line and nothing touched (issue 24, finding 1: `export lm-eval --out DIR` delete
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,25 @@ def test_report_never_takes_a_users_report_md_for_its_own(results: Path, tmp_pat
     run = nabench("report", str(results), "--out", str(out), "--no-plots")
     _refused(run.code, run.errors, run.stderr)
     assert tree_bytes(out) == before
+
+
+def test_report_rewrites_an_earlier_or_interrupted_report_of_its_own(
+    results: Path, tmp_path: Path
+) -> None:
+    """report.json is written first and recognised by its keys, so a report killed after it
+    (tables/ half written, no report.md) and one of the earlier, indented layout are both
+    rewritten."""
+    out = tmp_path / "report"
+    assert nabench("report", str(results), "--out", str(out), "--no-plots").code == 0
+    record = json.loads((out / "report.json").read_text())
+    (out / "report.md").unlink()
+    (out / "report.html").unlink()
+    (out / "tables" / "headline.csv").write_text("half written")
+    assert nabench("report", str(results), "--out", str(out), "--no-plots").code == 0
+    assert (out / "report.md").is_file()
+    (out / "report.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    run = nabench("report", str(results), "--out", str(out), "--no-plots")
+    assert run.code == 0, run.stderr
 
 
 # -- selfknow metrics ----------------------------------------------------------------------

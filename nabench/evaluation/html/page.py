@@ -93,6 +93,7 @@ def _context(report: Report, out: Path) -> dict[str, Any]:
             with_ci(t["worst_case"]), headline_columns("variants", model=True)
         ),
         "redux": html_table(with_ci(redux), headline_columns("config", "redux", model=True)),
+        "shortcuts_run": not t["shortcuts"].empty,
         "shortcuts": html_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
         "subject_drops": html_table(_mean_drop(t["headline_subjects"], "subject")),
         "category_drops": html_table(_mean_drop(t["headline_categories"], "category")),
