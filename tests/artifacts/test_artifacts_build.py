@@ -19,6 +19,7 @@ from nabench.pipelines.artifacts import build_artifacts
 from nabench.pipelines.registry import load_recipe, run_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.validate import validate_path
+from nabench.validate.croissant import mlcroissant_problem
 
 PROMPT_CONFIGS = (
     "full",
@@ -106,6 +107,10 @@ def test_mmlu_build_passes_nabench_validate(mmlu_build: BuildResult) -> None:
     proc = _validate_cli(mmlu_build.out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "0 violations" in proc.stdout
+    # its croissant.json (every kind writes one) is listed, hashed and valid for mlcroissant
+    manifest = json.loads((mmlu_build.out / "build.json").read_text())
+    assert "croissant.json" in manifest["files"]
+    assert mlcroissant_problem(mmlu_build.out / "croissant.json") is None
 
 
 def test_mmlu_few_shot_examples_are_the_subject_dev_examples(mmlu_build: BuildResult) -> None:

@@ -28,6 +28,7 @@ from nabench.pipelines.na_train import eval_index
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.sources import get_source
+from nabench.validate.croissant import mlcroissant_problem
 from nabench.validate.na_train import check_na_train
 
 pytestmark = pytest.mark.slow
@@ -103,6 +104,9 @@ def test_build_writes_every_config_and_datasets_reads_it(built: dict[str, Any]) 
     assert samples.num_rows == n_items * 3 * 2
     assert not set(excluded) & set(samples["id"])
     assert set(samples["labeler"]) == {"human"}
+    # its croissant.json (every kind writes one) is listed, hashed and valid for mlcroissant
+    assert "croissant.json" in manifest["files"]
+    assert mlcroissant_problem(out / "croissant.json") is None
 
 
 def test_rows_hold_the_invariants(built: dict[str, Any], mmlu_dir: Path) -> None:
