@@ -29,18 +29,18 @@ __all__ = [
 # Each confidence interval of the headline tables: its column pair, shown as one [lo, hi].
 CI_PAIRS = {"diff_ci": ("diff_low", "diff_high"), "rel_drop_ci": ("rel_drop_low", "rel_drop_high")}
 # The columns report.md and report.html show of every headline table (headline, worst case,
-# Redux split, per category); the CSVs and report.json carry all of them. The page adds the
-# model id after the run.
+# Redux split, per category); the CSVs and report.json carry all of them (the model id of a
+# run is in the runs table).
 HEADLINE_SHOWN = ("run", "config", "n", "acc_original", "acc_variant", "invalid_share_original",
                   "invalid_share_variant", "diff", "diff_ci", "rel_drop", "rel_drop_ci",
                   "mcnemar_p", "mcnemar_p_bh", "significant_fdr", "mde_80", "clustering", "cl_p",
                   "orig_only_correct", "variant_only_correct")  # fmt: skip
 
 
-def headline_columns(*key: str, model: bool = False) -> list[str]:
+def headline_columns(*key: str) -> list[str]:
     """`HEADLINE_SHOWN` with the table's own key after the run (default `config`; the worst
-    case: `variants`; the Redux split: `config`, `redux`) and, on the page, the model id."""
-    return ["run", *(["model"] if model else []), *(key or ("config",)), *HEADLINE_SHOWN[2:]]
+    case: `variants`; the Redux split: `config`, `redux`)."""
+    return ["run", *(key or ("config",)), *HEADLINE_SHOWN[2:]]
 
 
 # Of a run's settings, what Markdown shows (the HTML page shows them all).

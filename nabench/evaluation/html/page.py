@@ -88,17 +88,15 @@ def _context(report: Report, out: Path) -> dict[str, Any]:
     redux = t.get("headline_redux")
     redux = pd.DataFrame() if redux is None else redux
     return {
-        "headline": html_table(with_ci(t["headline"]), headline_columns(model=True)),
-        "worst_case": html_table(
-            with_ci(t["worst_case"]), headline_columns("variants", model=True)
-        ),
-        "redux": html_table(with_ci(redux), headline_columns("config", "redux", model=True)),
+        "headline": html_table(with_ci(t["headline"]), headline_columns()),
+        "worst_case": html_table(with_ci(t["worst_case"]), headline_columns("variants")),
+        "redux": html_table(with_ci(redux), headline_columns("config", "redux")),
         "shortcuts_run": not t["shortcuts"].empty,
         "shortcuts": html_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
         "subject_drops": html_table(_mean_drop(t["headline_subjects"], "subject")),
         "category_drops": html_table(_mean_drop(t["headline_categories"], "category")),
         "categories": html_table(
-            with_ci(t["headline_categories"]), headline_columns("config", "category", model=True)
+            with_ci(t["headline_categories"]), headline_columns("config", "category")
         ),
         "panel": html_table(t["panel"]),
         "kr20_category": html_table(t["kr20_category"]),
