@@ -23,6 +23,7 @@ from typing import Any
 
 from nabench.core.console import say
 from nabench.core.errors import NabenchError
+from nabench.core.safe_load import DEFAULT_LIMITS, ParseLimits, load_json_file
 
 __all__ = [
     "OutError",
@@ -215,6 +216,23 @@ class OutKind:
     # Whether an existing `--out` holds this command's record (its report.json, say): without
     # one, a file is not taken for this command's by its name alone (a user's own report.md).
     wrote: Callable[[Path], bool] | None = None
+
+
+def holds_record(
+    name: str, keys: Iterable[str], limits: ParseLimits = DEFAULT_LIMITS
+) -> Callable[[Path], bool]:
+    """An `OutKind.wrote` check: `out/name` is a JSON object (read with the bounded loader)
+    holding every one of `keys`, i.e. the record a command writes first into its folder."""
+    wanted = frozenset(keys)
+
+    def wrote(out: Path) -> bool:
+        try:
+            record = load_json_file(out / name, limits)
+        except (OSError, NabenchError):
+            return False
+        return isinstance(record, dict) and record.keys() >= wanted
+
+    return wrote
 
 
 def _overlap(out: Path, other: Path) -> str | None:

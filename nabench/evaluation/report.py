@@ -48,7 +48,8 @@ from typing import Any
 import pandas as pd
 
 from nabench.core.atomic import atomic_file
-from nabench.core.out_guard import OutKind, check_folder
+from nabench.core.out_guard import OutKind, check_folder, holds_record
+from nabench.core.safe_load import ParseLimits
 from nabench.evaluation.headline import headline_redux, headline_table
 from nabench.evaluation.html import write_html
 from nabench.evaluation.members import pairing_notes, panel_notes, report_members
@@ -176,21 +177,13 @@ def report_json(report: Report) -> dict[str, Any]:
     )
 
 
-_REPORT_KEYS = frozenset({"version", "models", "baselines", "headline", "configs"})
-
-
-def _holds_a_report(out: Path) -> bool:
-    """`out/report.json` is one `write_report` wrote (any version of its layout: earlier
-    ones were indented): a JSON object with the report's keys. It is written first, so a
-    report killed half-way is still recognised as nabench's."""
-    path = out / "report.json"
-    try:
-        if path.stat().st_size > 256 * 2**20:  # larger than any report: not ours
-            return False
-        record = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(record, dict) and record.keys() >= _REPORT_KEYS
+# report.json is written first and is what marks a folder as a report's (any version of its
+# layout: earlier ones were indented); a report killed half-way is still recognised.
+_HOLDS_A_REPORT = holds_record(
+    "report.json",
+    ("version", "models", "baselines", "headline", "configs"),
+    ParseLimits(max_bytes=256 * 2**20, max_nodes=50_000_000),  # a large panel's report
+)
 
 
 # What `write_report` writes: in a folder holding an earlier report, rewriting these loses
@@ -203,7 +196,7 @@ REPORT_OUT = OutKind(
         or (rel.startswith("tables/") and rel.count("/") == 1 and rel.endswith(".csv"))
         or (rel.startswith("plots/") and rel.count("/") == 1 and rel.endswith(".png"))
     ),
-    wrote=_holds_a_report,
+    wrote=_HOLDS_A_REPORT,
 )
 
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from nabench.perturb._base import DEFAULT_NA_TEXT, InsertsText, phrasing_config
+from nabench.perturb._base import DEFAULT_NA_TEXT, InsertsText
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 
-__all__ = ["DEFAULT_NA_TEXT", "NAKeyed", "phrasing_config"]
+__all__ = ["DEFAULT_NA_TEXT", "NAKeyed"]
 
 
 @dataclass(frozen=True)

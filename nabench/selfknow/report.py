@@ -15,9 +15,7 @@ from typing import Any
 
 from nabench.core.atomic import atomic_file
 from nabench.core.cells import fmt_value
-from nabench.core.errors import NabenchError
-from nabench.core.out_guard import OutKind
-from nabench.core.safe_load import load_json_file
+from nabench.core.out_guard import OutKind, holds_record
 from nabench.selfknow.metrics import SelfKnowledgeMetrics, TypeMetrics
 from nabench.selfknow.scores import SelfKnowledgeCounts, SelfKnowledgeScores
 
@@ -277,16 +275,6 @@ def _bar_chart(path: Path, title: str, scores: SelfKnowledgeScores) -> None:
         plt.close(figure)
 
 
-def _holds_a_report(out: Path) -> bool:
-    """`out/metrics.json` is one `write_report` wrote (`metrics_to_dict`'s keys)."""
-    try:
-        record = load_json_file(out / "metrics.json")
-    except (OSError, NabenchError):
-        return False
-    keys = {"match", "match_description", "taxonomy_version", "by_type", "variants"}
-    return isinstance(record, dict) and keys <= record.keys()
-
-
 # What `write_report` writes: in a folder holding an earlier report, rewriting these loses
 # nothing of the user's; elsewhere (no nabench metrics.json) a report.md is the user's.
 REPORT_OUT = OutKind(
@@ -294,7 +282,10 @@ REPORT_OUT = OutKind(
     lambda rel, _path: (
         rel in ("report.md", "metrics.json") or (rel.startswith("type_") and rel.endswith(".png"))
     ),
-    wrote=_holds_a_report,
+    # metrics.json is written first: its keys (`metrics_to_dict`) mark the folder as ours
+    wrote=holds_record(
+        "metrics.json", ("match", "match_description", "taxonomy_version", "by_type", "variants")
+    ),
 )
 
 
