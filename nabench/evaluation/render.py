@@ -19,7 +19,13 @@ from nabench.core.templates import markdown_environment
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
 from nabench.evaluation.paper_report import paper_anova
 from nabench.evaluation.report_data import Report
-from nabench.evaluation.tables import RUN_COLUMNS_MD, headline_columns, runs_table, with_ci
+from nabench.evaluation.tables import (
+    RUN_COLUMNS_MD,
+    headline_columns,
+    runs_table,
+    shortcut_wins,
+    with_ci,
+)
 
 __all__ = ["md_table", "render_markdown"]
 
@@ -160,7 +166,7 @@ def render_markdown(report: Report, top_subjects: int = 10) -> str:
         ],
         "subjects": _subject_sections(report, top_subjects),
         "shortcuts_run": not t["shortcuts"].empty,
-        "shortcuts": md_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
+        "shortcuts": md_table(shortcut_wins(t["shortcuts"])),
         "top_subjects": top_subjects,
         "min_coverage": f"{report.min_coverage:.0%}",
         "panel": _panel_context(report),

@@ -22,6 +22,7 @@ __all__ = [
     "phrasing_table",
     "runs_table",
     "shortcut_table",
+    "shortcut_wins",
     "subject_table",
     "with_ci",
 ]
@@ -41,6 +42,12 @@ def headline_columns(*key: str) -> list[str]:
     """`HEADLINE_SHOWN` with the table's own key after the run (default `config`; the worst
     case: `variants`; the Redux split: `config`, `redux`)."""
     return ["run", *(key or ("config",)), *HEADLINE_SHOWN[2:]]
+
+
+def shortcut_wins(shortcuts: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the shortcut table report.md and report.html show: the configs a
+    key-blind strategy wins."""
+    return shortcuts[shortcuts["beats_majority"]]
 
 
 # Of a run's settings, what Markdown shows (the HTML page shows them all).

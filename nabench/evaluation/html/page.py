@@ -20,7 +20,7 @@ from nabench.core.atomic import atomic_file
 from nabench.core.cells import fmt_cell
 from nabench.evaluation.html.data import browser_payload, encode_payload
 from nabench.evaluation.report_data import Report
-from nabench.evaluation.tables import headline_columns, runs_table, with_ci
+from nabench.evaluation.tables import headline_columns, runs_table, shortcut_wins, with_ci
 
 __all__ = ["HtmlTable", "html_table", "render_html", "write_html"]
 
@@ -92,7 +92,7 @@ def _context(report: Report, out: Path) -> dict[str, Any]:
         "worst_case": html_table(with_ci(t["worst_case"]), headline_columns("variants")),
         "redux": html_table(with_ci(redux), headline_columns("config", "redux")),
         "shortcuts_run": not t["shortcuts"].empty,
-        "shortcuts": html_table(t["shortcuts"][t["shortcuts"]["beats_majority"]]),
+        "shortcuts": html_table(shortcut_wins(t["shortcuts"])),
         "subject_drops": html_table(_mean_drop(t["headline_subjects"], "subject")),
         "category_drops": html_table(_mean_drop(t["headline_categories"], "category")),
         "categories": html_table(
