@@ -1,4 +1,5 @@
-"""The `nabench` command: one click group; every command is a thin layer over a library call."""
+"""The commands that live beside no library group of their own (list, build, validate, label,
+agree, schema); `nabench.cli.root.COMMANDS` says where every command lives."""
 
 from __future__ import annotations
 
@@ -7,15 +8,9 @@ from pathlib import Path
 
 import click
 
-from nabench.cli.artifacts import artifacts
-from nabench.cli.evaluation import eval_cmd, report_cmd
-from nabench.cli.export import export
-from nabench.cli.llm import llm
 from nabench.cli.model_flags import ModelFlags, model_options, protocol_option, run_options
-from nabench.cli.power import power_cmd
-from nabench.cli.publish import check_push_target, publish, publish_build
+from nabench.cli.publish import check_push_target, publish_build
 from nabench.cli.root import main
-from nabench.cli.selfknow import selfknow
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind, check_folder
 from nabench.evaluation import parse_answer
@@ -291,13 +286,3 @@ def schema_export(out: Path | None) -> None:
         check_folder(out, SCHEMA_OUT)  # the one --out guard: never a folder of other files
         for written in write_json_schemas(out):
             click.echo(f"wrote {written}")
-
-
-def _register_subcommands() -> None:
-    """Command groups that live beside their library code."""
-
-    for group in (selfknow, llm, publish, artifacts, eval_cmd, report_cmd, export, power_cmd):
-        main.add_command(group)
-
-
-_register_subcommands()

@@ -40,12 +40,28 @@ def test_cli_import_takes_under_half_a_second() -> None:
 
 
 def test_listing_is_each_commands_own_help() -> None:
-    from nabench.cli.main import main  # registers every command
-    from nabench.cli.root import LISTING
+    import click
 
-    assert set(LISTING) == set(main.commands)
+    from nabench.cli.root import COMMANDS, LISTING, main
+
+    assert set(LISTING) == set(COMMANDS)
+    ctx = click.Context(main)
     for name, text in LISTING.items():
-        assert main.commands[name].get_short_help_str(limit=200) == text, name
+        command = main.get_command(ctx, name)
+        assert command is not None and command.name == name, name
+        assert command.get_short_help_str(limit=200) == text, name
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """`nabench eval` loads the eval commands, not build's, publish's or selfknow's."""
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nimport nabench.cli\n"
+        "CliRunner().invoke(nabench.cli.main, ['eval', '--help'])\n"
+        "print(sorted(m for m in ('nabench.cli.main', 'nabench.cli.publish', "
+        "'nabench.cli.selfknow', 'nabench.cli.evaluation') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "['nabench.cli.evaluation']"
 
 
 def test_missing_build_path_fails_in_one_line_without_the_hub(tmp_path: Path) -> None:

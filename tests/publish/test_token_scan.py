@@ -19,13 +19,10 @@ from huggingface_hub import HfApi
 from test_hub_push import REPO_ID
 
 from nabench.cli import main
-from nabench.cli.publish import publish
 from nabench.publish.hub import push
 
 
 def _cli() -> Any:
-    if "publish" not in main.commands:
-        main.add_command(publish)
     return main
 
 
