@@ -67,6 +67,7 @@ def _slug(text: str) -> str:
 
 
 def _responses(
+    where: Path,
     ids: Sequence[str],
     config: str,
     model: str,
@@ -77,6 +78,15 @@ def _responses(
     n_choices: np.ndarray,
     confidence: np.ndarray,
 ) -> pd.DataFrame:
+    """A harness log's answers as nabench's responses frame; every gold answer must index
+    one of its item's options (-1 picked `LETTERS[-1]`, gold 'Z', and was scored)."""
+    bad = np.flatnonzero((gold < 0) | (gold >= n_choices))
+    if len(bad):
+        i = int(bad[0])
+        raise NabenchError(
+            f"{where}: sample {ids[i]!r} has answer {int(gold[i])}, not an option index "
+            f"0..{int(n_choices[i]) - 1}" + (f" ({len(bad)} such samples)" if len(bad) > 1 else "")
+        )
     invalid = codes == INVALID
     correct = codes == gold
     score = np.where(invalid, INVALID_CREDIT, correct.astype(np.float64))
@@ -186,6 +196,7 @@ def _lm_eval_task(
     mode = "generate" if generative else "loglik"
     run = f"lm-eval__{_slug(model)}" + ("__gen" if generative else "")
     df = _responses(
+        samples_file,
         ids,
         config,
         model,
@@ -273,6 +284,7 @@ def read_inspect_log(path: Path) -> list[ExternalRun]:
             raw.append(s.output.completion if s.output is not None else "")
         metas = [s.metadata for s in samples]
         df = _responses(
+            path,
             [str(m["nabench_id"]) for m in metas],
             config,
             model,

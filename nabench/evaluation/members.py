@@ -101,13 +101,11 @@ def _baselines_on_model_items(results: Results) -> Results:
 
 
 def pairing_notes(results: Results, variants: list[str]) -> list[str]:
-    """One line per model run × variant whose rows (some or all) have no ``original`` row
-    of their source item: the headline pairs by source item and would drop them unsaid."""
+    """One line per run × variant whose rows (some or all) have no ``original`` row of their
+    source item, the run's ``original`` missing altogether included: the headline pairs by
+    source item and would drop them unsaid."""
     r = results.responses
-    r = r[r["run"].isin(results.models)]
     base = r.loc[r["config"] == ORIGINAL, ["run", "source_id"]].astype(str).drop_duplicates()
-    if base.empty:
-        return []
     have = pd.MultiIndex.from_frame(base)
     notes = []
     runs_with_original = set(base["run"])
@@ -115,6 +113,10 @@ def pairing_notes(results: Results, variants: list[str]) -> list[str]:
         ["run", "config"], sort=False, observed=True
     ):
         if str(run) not in runs_with_original:
+            notes.append(
+                f"run {run}: no {ORIGINAL} results, so its {len(g)} {config} row(s) pair "
+                "with nothing: left out of the headline"
+            )
             continue
         keys = pd.MultiIndex.from_arrays([g["run"].astype(str), g["source_id"].astype(str)])
         missing = int((~keys.isin(have)).sum())

@@ -171,9 +171,11 @@ def selected_token_confidence(
 
 
 def renormalise(logprobs: Sequence[float]) -> NDArray[np.float64] | None:
-    """Probabilities over the options (softmax of the log-probs); None if all are -inf."""
+    """Probabilities over the options (softmax of the log-probs); None (an invalid answer)
+    if all are -inf, or if any is NaN or +inf: no log-probability (a +inf from a server
+    became probability NaN and argmax picked its option as the answer)."""
     x = np.asarray(logprobs, dtype=np.float64)
-    if x.size == 0 or not np.isfinite(x).any():
+    if x.size == 0 or not np.isfinite(x).any() or np.isnan(x).any() or np.isposinf(x).any():
         return None
     m = x[np.isfinite(x)].max()
     w = np.exp(x - m)

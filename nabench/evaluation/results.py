@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
 from nabench.core.safe_load import load_json_file
 from nabench.evaluation.categories import Grouping, UnknownSubjectError, mmlu_category
@@ -185,7 +186,46 @@ def _read_responses(parquet: Path) -> tuple[pa.Table, set[str]]:
     return table.set_column(table.schema.get_field_index("score"), "score", score), names
 
 
-def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table]:
+def _build_ids(
+    dataset: object, config: str, seen: dict[tuple[str, str], pa.Array | None]
+) -> pa.Array | None:
+    """The item ids of `config` in the local build a run records (`dataset`), or None when
+    that is no local build folder (a Hub id, a build moved away)."""
+    if not isinstance(dataset, str):
+        return None
+    key = (dataset, config)
+    if key not in seen:
+        files = sorted(Path(dataset, config).glob("*.parquet"))
+        if not files or not (Path(dataset) / "build.json").is_file():
+            seen[key] = None
+        else:
+            # bounded like every read of a build (a bomb is refused naming its file)
+            ids = pa.chunked_array(
+                [read_parquet(f, columns=["id"]).column("id").cast(pa.string()) for f in files]
+            )
+            seen[key] = pc.unique(ids)
+    return seen[key]
+
+
+def _check_ids(
+    parquet: Path, ids: pa.ChunkedArray, build: pa.Array | None, dataset: object
+) -> None:
+    """A run's ids must be items of the build its summary records: ARC ids (or another
+    build's) under an MMLU build's name are results of another dataset."""
+    if build is None:
+        return
+    foreign = ids.filter(pc.invert(pc.is_in(ids.cast(pa.string()), value_set=build)))
+    if len(foreign):
+        raise NabenchError(
+            f"{parquet}: {len(foreign)} of {len(ids)} id(s) are not items of the build it "
+            f"records ({dataset}), e.g. {foreign[0].as_py()!r}: results of another "
+            "dataset or of an earlier build; rerun `nabench eval` on the build"
+        )
+
+
+def _read_config(
+    summary_path: Path, run: str, seen: dict[tuple[str, str], pa.Array | None]
+) -> tuple[dict[str, Any], pa.Table]:
     summary = load_json_file(summary_path)  # one line naming the file if it is not JSON
     if not isinstance(summary, dict) or not isinstance(summary.get("config"), str):
         raise NabenchError(f'{summary_path}: not an eval summary (no "config" name)')
@@ -194,6 +234,8 @@ def _read_config(summary_path: Path, run: str) -> tuple[dict[str, Any], pa.Table
     if not parquet.is_file():
         raise NabenchError(f"{summary_path} has no responses file {parquet.name}")
     table, names = _read_responses(parquet)
+    dataset = summary.get("dataset")
+    _check_ids(parquet, table.column("id"), _build_ids(dataset, config, seen), dataset)
     n = table.num_rows
     source_id = table.column("source_id" if "source_id" in names else "id")  # older results
     # the predicted letter (kappa between configs) and the raw output (the item browser);
@@ -269,9 +311,10 @@ def load_results(paths: Sequence[str | Path]) -> Results:
     names = _run_names(dirs)
     rows: list[dict[str, Any]] = []
     tables: list[pa.Table] = []
+    builds: dict[tuple[str, str], pa.Array | None] = {}  # (dataset, config) -> its item ids
     for d in dirs:
         for f in sorted(d.glob("*.summary.json")):
-            row, table = _read_config(f, names[d])
+            row, table = _read_config(f, names[d], builds)
             rows.append(row)
             tables.append(table)
     for path in external:

@@ -8,9 +8,10 @@ thread by `total_deadline`; the client retries only as many times as attempts x 
 fit in the total, `Limits.retries`), and a body over `max_response_bytes` is
 refused while it streams in, never held whole.
 
-Not bounded: a server that drips the status line and headers themselves (each byte inside
-the read timeout) is cut at the read timeout of each socket read only; the body, where a
-drip costs memory and time, is bounded.
+The status line and headers are bounded too: every socket read and write of an attempt is
+given at most the time left to its deadline (`_DeadlineBackend`, httpcore's network backend
+under httpx's transport), so a server dripping its headers one byte a second inside any
+per-read timeout is cut at the attempt's deadline.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore2 as httpcore  # httpx2's own connection layer (its network backend)
 import httpx2 as httpx  # the HTTP layer openai and the Hub client use
 
 from nabench.core.errors import NabenchError
@@ -75,12 +77,85 @@ def total_deadline(seconds: float) -> Iterator[None]:
         _local.deadline = previous
 
 
+def _time_left(timeout: float | None) -> float | None:
+    """`timeout` cut to what is left of this thread's attempt deadline (if one is set)."""
+    end: float | None = getattr(_local, "attempt_end", None)
+    if end is None:
+        return timeout
+    left = end - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the attempt's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write ends by the attempt's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self.inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.inner.read(max_bytes, _time_left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.inner.write(buffer, _time_left(timeout))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: Any,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        return _DeadlineStream(
+            self.inner.start_tls(ssl_context, server_hostname, _time_left(timeout))
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's network backend with every connection a `_DeadlineStream`."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self.inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:  # fmt: skip
+        stream = self.inner.connect_tcp(host, port, _time_left(timeout), local_address,
+                                        socket_options)  # fmt: skip
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:  # fmt: skip
+        return _DeadlineStream(
+            self.inner.connect_unix_socket(path, _time_left(timeout), socket_options)
+        )
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+def _deadline_transport() -> httpx.HTTPTransport:
+    """httpx's own transport over a `_DeadlineBackend`. httpx takes no network backend, so
+    it is set on the transport's connection pool (httpcore's documented `network_backend`,
+    read by every connection the pool opens)."""
+    transport = httpx.HTTPTransport()
+    pool: Any = transport._pool
+    pool._network_backend = _DeadlineBackend(pool._network_backend)
+    return transport
+
+
 class BoundedTransport(httpx.BaseTransport):
     """httpx transport that enforces `Limits` on every attempt (see module docstring)."""
 
     def __init__(self, limits: Limits, inner: httpx.BaseTransport | None = None) -> None:
         self.limits = limits
-        self.inner = inner or httpx.HTTPTransport()
+        self.inner = inner or _deadline_transport()
 
     def _end(self) -> float:
         end = time.monotonic() + self.limits.attempt_s
@@ -93,11 +168,16 @@ class BoundedTransport(httpx.BaseTransport):
             raise httpx.ReadTimeout("the request's total deadline has passed", request=request)
         # A compressed body would be inflated after the size check: ask for the raw bytes.
         request.headers["Accept-Encoding"] = "identity"
-        response = self.inner.handle_request(request)
+        previous = getattr(_local, "attempt_end", None)
+        _local.attempt_end = end  # every socket operation below ends by it
         try:
-            body = self._read(response, request, end)
+            response = self.inner.handle_request(request)
+            try:
+                body = self._read(response, request, end)
+            finally:
+                response.close()
         finally:
-            response.close()
+            _local.attempt_end = previous
         return httpx.Response(
             response.status_code,
             headers=response.headers,

@@ -129,6 +129,8 @@ def read_split(
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SourceError(f"cannot load {location!r} ({type(exc).__name__}): {first}") from exc
+    table = ds.data.table.combine_chunks()
+    _check_file_types(data_files, table)
     if path.exists():
         origin = str(path.resolve())
         root = path.resolve() if path.is_dir() else path.resolve().parent
@@ -140,7 +142,31 @@ def read_split(
         origin = f"hf://datasets/{location}" + (f"@{revision}" if revision else "")
         files = {}
         fingerprint = f"{revision or 'main'}:{ds._fingerprint}"
-    return ds.data.table.combine_chunks(), origin, fingerprint, files
+    return table, origin, fingerprint, files
+
+
+def _check_file_types(data_files: Sequence[Path], table: pa.Table) -> None:
+    """A card's `dataset_info` makes `datasets` cast the data files' columns to its features:
+    choices stored as numbers [1, 2, 3, 4] were built as the options '1'..'4' of every item.
+    Each parquet file's own column types are checked against what was loaded (footer only)."""
+    import pyarrow.parquet as pq
+
+    loaded = table.schema
+    for f in data_files:
+        if f.suffix.lower() != ".parquet" or not f.is_file():
+            continue
+        try:
+            own = pq.read_schema(f)
+        except (OSError, pa.ArrowException) as exc:
+            raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
+        for name in loaded.names:
+            if name in own.names and _numbers_as_text(
+                own.field(name).type, loaded.field(name).type
+            ):
+                raise SourceError(
+                    f"{f}: column {name!r} holds {own.field(name).type} but the card declares "
+                    f"{loaded.field(name).type} (numbers are not read as text)"
+                )
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -256,5 +282,22 @@ def check_answers(ids: list[str], answers: pa.Array, choices: pa.Array, origin: 
         shown = answers[i].as_py()
         raise SourceError(
             f"{origin}: row {ids[i]}: answer {shown!r} is out of range for {lengths[i]} choices"
+            + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
+        )
+
+
+def check_present(
+    ids: list[str], values: pa.Array | pa.ChunkedArray, column: str, origin: str
+) -> None:
+    """A column every row of this source has (MMLU's subject): a null in it is a corrupt
+    row, an error. Built, it would sit under no subject and outside every MMLU category, and
+    no `exclude_subjects` could exclude it. (A blank value is the source's own: MMLU's
+    auxiliary_train has subject '' in every row.)"""
+    import numpy as np
+
+    bad = np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))
+    if len(bad):
+        raise SourceError(
+            f"{origin}: row {ids[int(bad[0])]}: {column!r} is null"
             + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
         )

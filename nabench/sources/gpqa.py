@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from nabench.core.errors import SourceError
 from nabench.core.rng import item_rng
-from nabench.sources._base import Source, item_table, require_columns
+from nabench.sources._base import Source, check_present, item_table, require_columns
 
 ANSWER_COLUMNS = (
     "Correct Answer",
@@ -48,6 +48,7 @@ class GPQA(Source):
         require_columns(raw, ("Record ID", "Question", "Subdomain", *ANSWER_COLUMNS), origin)
         record_ids = raw.column("Record ID").to_pylist()
         ids = [f"gpqa/{config}/{rid}" for rid in record_ids]
+        check_present(ids, raw.column("Subdomain"), "Subdomain", origin)
         answer_cols = [raw.column(c).to_pylist() for c in ANSWER_COLUMNS]
         choices: list[list[str]] = []
         answers: list[int] = []

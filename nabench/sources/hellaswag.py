@@ -7,7 +7,13 @@ from typing import ClassVar
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
-from nabench.sources._base import Source, check_answers, item_table, require_columns
+from nabench.sources._base import (
+    Source,
+    check_answers,
+    check_present,
+    item_table,
+    require_columns,
+)
 
 
 class HellaSwag(Source):
@@ -47,6 +53,7 @@ class HellaSwag(Source):
         require_columns(raw, ("ind", "activity_label", "ctx", "endings", "label"), origin)
         inds = raw.column("ind").to_pylist()
         ids = [f"hellaswag/{split}/{int(i):05d}" for i in inds]
+        check_present(ids, raw.column("activity_label"), "activity_label", origin)
         labels = raw.column("label").to_pylist()
         if any(lab is None or str(lab).strip() == "" for lab in labels):
             raise SourceError(f"{origin}: split {split!r} has rows without a label")

@@ -6,7 +6,13 @@ from typing import ClassVar
 
 import pyarrow as pa
 
-from nabench.sources._base import Source, check_answers, item_table, require_columns
+from nabench.sources._base import (
+    Source,
+    check_answers,
+    check_present,
+    item_table,
+    require_columns,
+)
 
 
 class MMLU(Source):
@@ -47,6 +53,7 @@ class MMLU(Source):
         choices = raw.column("choices").combine_chunks()
         answers = raw.column("answer").combine_chunks()
         check_answers(ids, answers, choices, origin)
+        check_present(ids, raw.column("subject"), "subject", origin)
         return item_table(
             {
                 "id": ids,

@@ -115,6 +115,16 @@ def test_renormalise_without_any_option_letter_is_none() -> None:
     assert renormalise(option_logprobs([("The", -0.1), ("I", -2.0)], 4)) is None
 
 
+@pytest.mark.parametrize("bad", [math.inf, math.nan])
+def test_a_non_finite_option_logprob_is_an_invalid_answer_not_a_pick(bad: float) -> None:
+    """A server's +inf log-prob for 'A' became probability NaN, and argmax answered A."""
+    assert renormalise(option_logprobs([("A", math.inf), ("B", -0.1)], 4)) is None
+    assert renormalise([bad, -0.1, -math.inf, -math.inf]) is None
+    # a NaN among the top-k tokens is no log-prob for that token: the others still count
+    probs = renormalise(option_logprobs([("A", math.nan), ("B", -0.1)], 4))
+    assert probs is not None and int(np.argmax(probs)) == 1
+
+
 @CHEAP
 @given(
     st.lists(st.floats(-30, 0, allow_nan=False), min_size=2, max_size=6),

@@ -234,6 +234,23 @@ def test_a_run_whose_na_keyed_ids_differ_from_original_is_named(tmp_path: Path) 
     assert "run m9: 30 of 30 na_keyed row(s)" in md
 
 
+def test_a_run_without_original_results_is_named(tmp_path: Path) -> None:
+    """A model or baseline run of na_keyed only pairs with nothing: it left the headline
+    without a word (only runs with some original rows were checked, and only models)."""
+    root = tmp_path / "res"
+    _eight_models(root, n=30)
+    _write(root, "m9", "na_keyed", np.ones(30, bool))
+    _write(root, "reference_oracle", "na_keyed", np.ones(30, bool), backend="reference")
+    rep = write_report([root], tmp_path / "r", plots=False)
+    assert "m9" not in set(rep.tables["headline"]["run"])
+    for run in ("m9", "reference_oracle"):
+        assert (
+            f"run {run}: no original results, so its 30 na_keyed row(s) pair with nothing: "
+            "left out of the headline"
+        ) in rep.notes
+    assert "run m9: no original results" in (tmp_path / "r" / "report.md").read_text()
+
+
 def test_headline_plot_fits_a_page_with_intervals(tmp_path: Path) -> None:
     """28 models x 6 variants: the plot was 1.1 in per bar group wide (3,738 px on a
     28-model panel); now 7.5 in (825 px at 110 dpi) whatever the panel, with intervals."""

@@ -131,3 +131,53 @@ def test_an_lm_eval_answer_outside_the_options_is_refused(
     samples.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     with pytest.raises(NabenchError, match=r"has answer .*, not an option index 0\.\.3"):
         read_external(copy)
+
+
+def _inspect_log(path: Path, answers: list[int]) -> Path:
+    """A real inspect `.eval` log as `nabench/mcq` writes it (written by inspect_ai itself)."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalSample,
+        EvalSpec,
+        write_eval_log,
+    )
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.scorer import Score
+
+    spec = EvalSpec(created="2026-01-01T00:00:00", task="nabench/mcq", dataset=EvalDataset(),
+                    model="mockllm/model", config=EvalConfig())  # fmt: skip
+    samples = [
+        EvalSample(
+            id=i,
+            epoch=1,
+            input="q",
+            choices=["a", "b", "c", "d"],
+            target="A",
+            metadata={
+                "nabench_id": f"mmlu/all/test/{i:05d}",
+                "config": "original",
+                "answer": answer,
+                "subject": "anatomy",
+            },
+            output=ModelOutput.from_content("mockllm/model", "ANSWER: A"),
+            scores={"choice": Score(value="C", answer="A")},
+        )
+        for i, answer in enumerate(answers)
+    ]
+    write_eval_log(EvalLog(status="success", eval=spec, samples=samples), str(path))
+    return path
+
+
+@pytest.mark.parametrize("gold", [-1, 4])
+def test_an_inspect_gold_answer_outside_the_options_is_refused(tmp_path: Path, gold: int) -> None:
+    """The inspect reader took `metadata["answer"]` as it came: -1 indexed the letters from
+    the end and was scored against gold 'Z'. Both harness readers now share one check."""
+    log = _inspect_log(tmp_path / "x.eval", [0, gold, 0])
+    with pytest.raises(NabenchError, match=rf"x\.eval: sample 'mmlu/all/test/00001' has "
+                       rf"answer {gold}, not an option index 0\.\.3"):  # fmt: skip
+        read_external(log)
+    (run,) = read_external(_inspect_log(tmp_path / "ok.eval", [0, 3, 0]))
+    assert list(run.responses["gold"]) == ["A", "D", "A"]
+    assert list(run.responses["correct"]) == [True, False, True]

@@ -92,6 +92,18 @@ def dripping(conn: socket.socket) -> None:
         pass
 
 
+def dripping_headers(conn: socket.socket) -> None:
+    """Answers 200 and then drips its headers, one byte a second, never ending them."""
+    try:
+        _read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Pad: ")
+        for _ in range(100000):
+            conn.sendall(b"x")
+            time.sleep(1.0)
+    except OSError:
+        pass
+
+
 def huge(conn: socket.socket) -> None:
     """A valid chat completion whose content is 30 MB."""
     body = json.dumps({
@@ -108,7 +120,9 @@ def huge(conn: socket.socket) -> None:
         pass
 
 
-@pytest.mark.parametrize("serve", [silent, dripping], ids=["silent", "dripping"])
+@pytest.mark.parametrize(
+    "serve", [silent, dripping, dripping_headers], ids=["silent", "dripping", "dripping-headers"]
+)
 def test_a_silent_or_dripping_server_fails_the_request_by_its_attempt_deadlines(
     serve: Callable[[socket.socket], None],
 ) -> None:

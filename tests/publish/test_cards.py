@@ -125,3 +125,34 @@ def test_card_cites_the_studies_of_its_variants_once(staged_v1: Path) -> None:
     assert card.count("@article{kadavath2022language,") == 1
     assert [c["key"] for c in variant_citations(["all_of_the_above"])] == ["tam2025none"]
     assert variant_citations(["original"]) == []
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    """Front matter whose aliases expand to 10**levels values (a few hundred bytes)."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "---\n" + "\n".join(lines) + "\nlicense: mit\n---\nSomeone's card.\n"
+
+
+def test_an_alias_bomb_in_the_previous_card_is_refused(staged_v1: Path) -> None:
+    """The target's previous card is merged into the new one: its alias bomb was carried into
+    the release (as `&id001` anchors, 10**9 values for whatever expands them)."""
+    import json
+
+    import pytest
+
+    from nabench.core.errors import NabenchError
+    from nabench.publish.plan import RemoteState, make_plan
+
+    bomb = _alias_bomb()
+    assert len(bomb) < 600
+    with pytest.raises(NabenchError, match=r"^the target's previous card front matter: more "):
+        make_plan(staged_v1, "a/b", remote=RemoteState(readme=bomb))
+    # a previous card that is merely odd is still merged (its own keys kept)
+    readme = (staged_v1 / "README.md").read_text()
+    manifest = json.loads((staged_v1 / "build.json").read_text())
+    previous = "---\npaperswithcode_id: &p mmlu-na\nother: *p\n---\nold body\n"
+    card = finalize_card(readme, version="1.1.0", repo_id="a/b", manifest=manifest,
+                         previous_readme=previous)  # fmt: skip
+    meta, _ = split_front_matter(card)
+    assert meta["paperswithcode_id"] == meta["other"] == "mmlu-na"

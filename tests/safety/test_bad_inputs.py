@@ -81,6 +81,41 @@ def test_source_with_choices_of_wrong_type_names_the_column(
     )
 
 
+def test_numeric_choices_behind_a_card_are_refused(
+    mmlu_dir: Path, tmp_path: Path, out: Path
+) -> None:
+    """Choices stored as numbers [1, 2, 3, 4] under a card declaring text: `datasets` cast
+    them to the card's features and every item was built with the options '1'..'4'."""
+
+    def numbers(table: pa.Table) -> pa.Table:
+        idx = table.schema.get_field_index("choices")
+        ints = pa.array([[1, 2, 3, 4]] * table.num_rows, pa.list_(pa.int64()))
+        return table.set_column(idx, "choices", ints)
+
+    source = copy_source(mmlu_dir, tmp_path / "ints", numbers)
+    line = _refused(
+        ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"), out, "'choices'"
+    )
+    assert "test-00000-of-00001.parquet" in line and "int64" in line, line
+
+
+def test_a_null_subject_is_refused(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
+    """A null subject was built: the item sat under `(none)`, outside every MMLU category."""
+
+    def no_subject(table: pa.Table) -> pa.Table:
+        subjects = table.column("subject").to_pylist()
+        subjects[1] = None
+        idx = table.schema.get_field_index("subject")
+        return table.set_column(idx, "subject", pa.array(subjects, pa.string()))
+
+    source = copy_source(mmlu_dir, tmp_path / "nosubj", no_subject)
+    _refused(
+        ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"),
+        out,
+        "row mmlu/all/test/00001: 'subject' is null",
+    )
+
+
 def test_null_question_and_null_choice_are_quarantined_not_built(
     mmlu_dir: Path, tmp_path: Path
 ) -> None:

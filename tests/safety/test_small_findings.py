@@ -109,11 +109,21 @@ def _nan_score(path: Path) -> None:
     pq.write_table(table.set_column(i, "score", pa.array(scores, pa.float64())), path)
 
 
+def _other_dataset(path: Path) -> None:
+    """ARC's ids under the MMLU build's name: a run of another dataset."""
+    table = pq.read_table(path)
+    ids = pa.array([f"arc_challenge/test/Mercury_{k}" for k in range(table.num_rows)])
+    for name in ("id", "source_id"):
+        table = table.set_column(table.schema.get_field_index(name), name, ids)
+    pq.write_table(table, path)
+
+
 @pytest.mark.parametrize(
     ("edit", "says"),
     [(_corrupt, "cannot read the responses"), (_drop_score, "missing column(s) score"),
-     (_nan_score, "NaN")],
-    ids=["corrupt", "missing-column", "nan-score"],
+     (_nan_score, "NaN"),
+     (_other_dataset, "12 of 12 id(s) are not items of the build it records")],
+    ids=["corrupt", "missing-column", "nan-score", "another-dataset"],
 )  # fmt: skip
 def test_report_names_the_file_and_the_problem(
     results: Path, tmp_path: Path, edit: object, says: str

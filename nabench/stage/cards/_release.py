@@ -179,7 +179,7 @@ def finalize_parts(
     """`finalize_card` for a card still in parts (metadata, body): no YAML round trip."""
     metadata = dict(metadata)
     if previous_readme:
-        previous_meta, _ = split_front_matter(previous_readme)
+        previous_meta, _ = split_front_matter(previous_readme, "the target's previous card")
         metadata = merge_metadata(previous_meta, metadata)
     counts: dict[str, dict[str, int]] = manifest.get("counts") or {}
     config = next((c for c in counts if c.startswith("na_keyed")), next(iter(counts), "default"))

@@ -8,19 +8,24 @@ from typing import Any
 
 import yaml
 
-# libyaml's C loader and emitter when present: a card's `dataset_info` front matter has
-# ~1,600 nodes and PyYAML's pure-Python emitter spends ~80 ms on it.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from nabench.core.safe_load import load_yaml
+
+# libyaml's C emitter when present: a card's `dataset_info` front matter has ~1,600 nodes
+# and PyYAML's pure-Python emitter spends ~80 ms on it.
 _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 
 
-def split_front_matter(readme: str) -> tuple[dict[str, Any], str]:
-    """(YAML metadata, body) of a README; ({}, readme) without front matter."""
+def split_front_matter(readme: str, where: str = "README.md") -> tuple[dict[str, Any], str]:
+    """(YAML metadata, body) of a README; ({}, readme) without front matter.
+
+    Parsed within `safe_load`'s limits: a card nabench did not write (the target's previous
+    card, merged into the new one) may hold an alias bomb, which would be carried into the
+    release; it is refused in one line naming `where`, as is a key given twice."""
     match = _FRONT.match(readme)
     if not match:
         return {}, readme
-    data = yaml.load(match.group(1), Loader=_SAFE_LOADER) or {}
+    data = load_yaml(match.group(1), f"{where} front matter") or {}
     return (data if isinstance(data, dict) else {}), readme[match.end() :]
 
 
