@@ -127,7 +127,8 @@ def test_mde_column_is_the_planning_mde_of_the_row(tables: dict[str, pd.DataFram
     a, b = r["both_correct"], r["orig_only_correct"]
     c, d = r["variant_only_correct"], r["both_wrong"]
     phi = (a * d - b * c) / np.sqrt((a + b) * (c + d) * (a + c) * (b + d))
-    assert r["mde_80"] == pytest.approx(float(planned_mde(PER, (a + b) / PER, phi)), rel=1e-12)
+    # the exact MDE is solved to 1e-6 (rows solved together may take one more step)
+    assert r["mde_80"] == pytest.approx(float(planned_mde(PER, (a + b) / PER, phi)), abs=1e-6)
     head = tables["headline"]
     overall = head[(head["run"] == "model2") & (head["config"] == "na_keyed")].iloc[0]
     assert overall["mde_80"] < r["mde_80"]  # 57 subjects' items detect smaller drops
