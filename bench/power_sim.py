@@ -11,7 +11,8 @@ own code (``nabench.stats``: McNemar, the cluster-robust drop test, BH):
    one whose null is "no drop on average over subjects".
 2. False discovery rate of BH (``significant_fdr``) over a family of 57 subjects, a
    share of them with a true drop.
-3. Simulated McNemar power at the minimum detectable drop (``nabench power``).
+3. Simulated McNemar power at the minimum detectable drop (``nabench power``), for a
+   benchmark's size and for a subject's.
 
 Usage: python bench/power_sim.py [--panels 2000] [--per 40] [--seed 0]
 """
@@ -124,7 +125,10 @@ def main() -> None:
           f"subject-clustered {het['clustered']:.2%}")  # fmt: skip
     fdr, hit = bh_fdr(rng, a.panels, a.per)
     print(f"BH over 57 subjects, 20% with a true drop: FDR {fdr:.2%} (q {FDR_Q}), power {hit:.1%}")
-    for n, acc, rho in ((200, 0.7, 0.0), (1000, 0.6, 0.5), (5700, 0.55, 0.6)):
+    cases = ((200, 0.7, 0.0), (1000, 0.6, 0.5), (5700, 0.55, 0.6),
+             # a subject's items with correlated outcomes (MMLU-NA subjects: 73-1,522 items)
+             (73, 0.9, 0.6), (100, 0.5, 0.6), (150, 0.9, 0.6))  # fmt: skip
+    for n, acc, rho in cases:
         drop = float(planned_mde(n, acc, rho))
         power = mcnemar_power(n, acc, rho, drop, a.panels, a.seed)
         print(

@@ -190,7 +190,9 @@ def _clustered_columns(
     else:
         units = src if src is not None else np.arange(len(paired))
         name = "source item" if src is not None else "item"
-    cl = clustered_drop_test(paired["score_o"].to_numpy(), paired["score_v"].to_numpy(), g, units)
+    # strict accuracy, as `diff` and McNemar: the score's invalid credit is not a correct answer
+    o, v = (paired[c].to_numpy(np.float64) for c in ("correct_o", "correct_v"))
+    cl = clustered_drop_test(o, v, g, units)
     table["clustering"] = name
     table["n_clustering_units"] = cl["n_clusters"]
     table["cl_diff_low"] = cl["low"]
