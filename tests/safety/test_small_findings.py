@@ -118,12 +118,22 @@ def _other_dataset(path: Path) -> None:
     pq.write_table(table, path)
 
 
+def _bomb(path: Path) -> None:
+    """Each raw output one 30 MB string, stored once in a zstd dictionary page (a few KB on
+    disk, 360 MB decoded): refused before it is decoded."""
+    table = pq.read_table(path)
+    big = pa.array(["x" * 30_000_000], pa.string())
+    col = pa.DictionaryArray.from_arrays(pa.array([0] * table.num_rows, pa.int32()), big)
+    i = table.schema.get_field_index("raw_output")
+    pq.write_table(table.set_column(i, "raw_output", col), path, compression="zstd")
+
+
 @pytest.mark.parametrize(
     ("edit", "says"),
-    [(_corrupt, "cannot read the responses"), (_drop_score, "missing column(s) score"),
+    [(_corrupt, "cannot read the responses"), (_bomb, "a decompression bomb?"), (_drop_score, "missing column(s) score"),
      (_nan_score, "NaN"),
      (_other_dataset, "12 of 12 id(s) are not items of the build it records")],
-    ids=["corrupt", "missing-column", "nan-score", "another-dataset"],
+    ids=["corrupt", "bomb", "missing-column", "nan-score", "another-dataset"],
 )  # fmt: skip
 def test_report_names_the_file_and_the_problem(
     results: Path, tmp_path: Path, edit: object, says: str
