@@ -206,11 +206,25 @@ def _build_ids(
     return seen[key]
 
 
+def _distinct_ids(where: object, ids: pa.ChunkedArray | pa.Array) -> None:
+    """One answer per item and config: a second row of an item would be counted twice, or
+    (the report pairs each variant row with one original row) dropped without a word."""
+    counts = pc.value_counts(ids)
+    twice = counts.filter(pc.greater(counts.field("counts"), 1))
+    if len(twice):
+        first = twice[0].as_py()
+        raise NabenchError(
+            f"{where}: {len(twice)} item id(s) answered more than once, e.g. "
+            f"{first['values']!r} ({first['counts']} rows); one row per item and config"
+        )
+
+
 def _check_ids(
     parquet: Path, ids: pa.ChunkedArray, build: pa.Array | None, dataset: object
 ) -> None:
-    """A run's ids must be items of the build its summary records: ARC ids (or another
-    build's) under an MMLU build's name are results of another dataset."""
+    """A run's ids are distinct and must be items of the build its summary records: ARC ids
+    (or another build's) under an MMLU build's name are results of another dataset."""
+    _distinct_ids(parquet, ids)
     if build is None:
         return
     foreign = ids.filter(pc.invert(pc.is_in(ids.cast(pa.string()), value_set=build)))
@@ -283,6 +297,7 @@ def _external_config(ext: ExternalRun) -> tuple[dict[str, Any], pa.Table]:
     """One harness run of one config in the shape of :func:`_read_config`."""
     df = ext.responses
     ids = df["id"].astype(str)  # NA builds' ids are the source items' ids
+    _distinct_ids(f"{ext.run} ({ext.config})", pa.array(ids, pa.string()))
     table = pa.table(
         {
             "id": pa.array(ids, pa.string()),

@@ -17,6 +17,7 @@ import pytest
 
 from nabench.core.errors import NabenchError
 from nabench.evaluation.external import read_external
+from nabench.evaluation.results import load_results
 
 GROUP = "nabench_mmlu_na"
 N = 8
@@ -181,3 +182,16 @@ def test_an_inspect_gold_answer_outside_the_options_is_refused(tmp_path: Path, g
     (run,) = read_external(_inspect_log(tmp_path / "ok.eval", [0, 3, 0]))
     assert list(run.responses["gold"]) == ["A", "D", "A"]
     assert list(run.responses["correct"]) == [True, False, True]
+
+
+def test_an_lm_eval_sample_logged_twice_is_refused(lm_eval_dummy: Path, tmp_path: Path) -> None:
+    """A doc logged twice (an appended rerun) would be paired once and dropped once."""
+    import shutil
+
+    copy = tmp_path / "logs"
+    shutil.copytree(lm_eval_dummy, copy)
+    samples = next(p for p in copy.rglob(f"samples_{GROUP}_original_2*.jsonl"))
+    lines = samples.read_text().splitlines()
+    samples.write_text("\n".join([*lines, lines[0]]) + "\n")
+    with pytest.raises(NabenchError, match="answered more than once"):
+        load_results([copy])

@@ -128,12 +128,19 @@ def _bomb(path: Path) -> None:
     pq.write_table(table.set_column(i, "raw_output", col), path, compression="zstd")
 
 
+def _duplicate_row(path: Path) -> None:
+    """The first item answered twice (once right, once wrong): the pairing kept one row."""
+    table = pq.read_table(path)
+    pq.write_table(pa.concat_tables([table, table.slice(0, 1)]), path)
+
+
 @pytest.mark.parametrize(
     ("edit", "says"),
-    [(_corrupt, "cannot read the responses"), (_bomb, "a decompression bomb?"), (_drop_score, "missing column(s) score"),
+    [(_corrupt, "cannot read the responses"), (_duplicate_row, "answered more than once"),
+     (_bomb, "a decompression bomb?"), (_drop_score, "missing column(s) score"),
      (_nan_score, "NaN"),
      (_other_dataset, "12 of 12 id(s) are not items of the build it records")],
-    ids=["corrupt", "bomb", "missing-column", "nan-score", "another-dataset"],
+    ids=["corrupt", "duplicate-row", "bomb", "missing-column", "nan-score", "another-dataset"],
 )  # fmt: skip
 def test_report_names_the_file_and_the_problem(
     results: Path, tmp_path: Path, edit: object, says: str
