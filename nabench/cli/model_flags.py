@@ -79,7 +79,10 @@ def model_options(
             multiple=True,
             metavar="KEY=VALUE",
             help="Extra backend constructor option, value read as YAML (e.g. n_threads=1, "
-            "tensor_parallel_size=2). Repeatable.",
+            "tensor_parallel_size=2). Repeatable. local/vllm record a content fingerprint "
+            "of the weights on disk as the model revision; a server's weights cannot be "
+            "fingerprinted: declare them with revision=COMMIT (openai; vllm: a Hub model's "
+            "revision), else none is recorded.",
         ),
         click.option("--cache", type=click.Path(path_type=Path, dir_okay=False), help=cache_help),
         click.option(

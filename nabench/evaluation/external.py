@@ -34,6 +34,7 @@ import pandas as pd
 from nabench.core.errors import NabenchError
 from nabench.core.safe_load import ParseLimits, load_json, load_json_file
 from nabench.evaluation.parsing import INVALID
+from nabench.llm import weights_fingerprint
 
 __all__ = [
     "ExternalRun",
@@ -162,7 +163,12 @@ def _lm_eval_item(sample: dict[str, Any], generative: bool) -> tuple[int, float,
 
 
 def _lm_eval_task(
-    results_file: Path, task: str, cfg: dict[str, Any], model: str, backend: str
+    results_file: Path,
+    task: str,
+    cfg: dict[str, Any],
+    model: str,
+    backend: str,
+    revision: str | None = None,
 ) -> ExternalRun:
     meta = cfg.get("metadata") or {}
     config = meta.get("nabench_config")
@@ -216,6 +222,7 @@ def _lm_eval_task(
         harness="lm-eval",
         task=task,
         source_file=str(samples_file),
+        model_revision=revision,
     )
     return ExternalRun(run, config, summary, df)
 
@@ -231,6 +238,27 @@ def _lm_eval_model(res: dict[str, Any]) -> str:
     return str(config.get("model") or "model")
 
 
+def _lm_eval_revision(res: dict[str, Any]) -> str | None:
+    """Which weights an lm-eval run used: the Hub commit lm-eval records (``model_sha``),
+    else the content fingerprint of a local ``pretrained=`` folder found here (nabench's
+    own, `nabench.llm.weights_fingerprint`), else an explicit ``revision=`` model arg;
+    None where the log tells nothing (a server model, a GGUF behind an API)."""
+    config = res.get("config") or {}
+    sha = config.get("model_sha")
+    if isinstance(sha, str) and sha:
+        return sha
+    args = config.get("model_args")
+    args = args if isinstance(args, dict) else {}
+    pretrained = args.get("pretrained")
+    if pretrained and Path(str(pretrained)).exists():
+        try:
+            return weights_fingerprint(str(pretrained))
+        except NabenchError:
+            pass  # a folder without model files: nothing to tell by
+    revision = args.get("revision")
+    return str(revision) if revision else None
+
+
 def read_lm_eval(path: Path) -> list[ExternalRun]:
     """Every nabench task of the lm-eval results under ``path`` (a results JSON or folder)."""
     files = [path] if path.is_file() else sorted(path.rglob("results_*.json"))
@@ -242,9 +270,10 @@ def read_lm_eval(path: Path) -> list[ExternalRun]:
         meta = res.get("config") or {}
         model = _lm_eval_model(res)
         backend = f"lm-eval/{meta.get('model', '?')}"
+        revision = _lm_eval_revision(res)
         for task, cfg in (res.get("configs") or {}).items():
             if (cfg.get("metadata") or {}).get("nabench_config"):
-                runs.append(_lm_eval_task(f, task, cfg, model, backend))
+                runs.append(_lm_eval_task(f, task, cfg, model, backend, revision))
     if not runs:
         raise NabenchError(f"{path}: no lm-eval results of nabench tasks (results_*.json)")
     return runs

@@ -97,6 +97,8 @@ class Producer(Protocol):
     @property
     def backend_name(self) -> str: ...
     @property
+    def model_revision(self) -> str | None: ...
+    @property
     def mode(self) -> Mode: ...
 
     def produce(self, items: EvalItems) -> Produced: ...
@@ -116,6 +118,10 @@ class StrategyProducer:
     @property
     def model_id(self) -> str:
         return self.strategy.model_id
+
+    @property
+    def model_revision(self) -> str | None:
+        return None  # a strategy has no weights
 
     def produce(self, items: EvalItems) -> Produced:
         t0 = time.perf_counter()
@@ -200,6 +206,11 @@ class ModelProducer:
     @property
     def model_id(self) -> str:
         return self.backend.model_id
+
+    @property
+    def model_revision(self) -> str | None:
+        """Which weights answer (`Backend.revision`: a content fingerprint, or None)."""
+        return self.backend.revision
 
     @property
     def backend_name(self) -> str:

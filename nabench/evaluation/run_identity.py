@@ -84,9 +84,16 @@ def read_settings(run_dir: Path) -> dict[str, Any] | None:
     return {**_DEFAULTS, **{k: s.get(k) for k in _SUMMARY_KEYS}}
 
 
+# Compared even where an older folder does not record it: a folder written before weights
+# revisions existed may hold answers of other weights, so a fingerprinted run never joins it.
+_ALWAYS_COMPARED = ("model_revision",)
+
+
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    keys = [k for k in new if k in old]  # a legacy folder records fewer settings
-    return [f"{k}: {old[k]!r} → {new[k]!r}" for k in keys if old.get(k) != new.get(k)]
+    # a legacy folder records fewer settings
+    keys = [k for k in new if k in old]
+    keys += [k for k in _ALWAYS_COMPARED if k not in keys and (k in old or k in new)]
+    return [f"{k}: {old.get(k)!r} → {new.get(k)!r}" for k in keys if old.get(k) != new.get(k)]
 
 
 def _candidates(default: str, backend: str) -> Iterator[str]:

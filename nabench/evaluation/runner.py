@@ -261,6 +261,11 @@ def run_settings(
     before presets existed keep their identity)."""
     local = Path(options.dataset)
     extra = {} if protocol is None else {"protocol": protocol.record()}
+    # Which weights answered (a content fingerprint for local/vllm); absent where none is
+    # known, so a run of a server's model keeps the identity it had before revisions.
+    revision = producer.model_revision
+    if revision is not None:
+        extra["model_revision"] = revision
     return {
         **extra,
         "model": producer.model_id,
@@ -305,6 +310,7 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         if options.sample is not None:
             meta["sample"] = options.sample
         meta.update(max_tokens=settings["max_tokens"], logprobs_k=settings["logprobs_k"])
+        meta["model_revision"] = settings.get("model_revision")
         if protocol is not None:
             meta["protocol"] = protocol.name
         scoring = protocol.scoring if protocol else None

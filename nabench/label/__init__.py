@@ -107,6 +107,7 @@ class LLMLabels(LabelSource):
         return {
             "backend": self.backend.name,
             "model": self.backend.model_id,
+            "model_revision": self.backend.revision,
             "guideline": self.guideline.name,
             "guideline_version": self.guideline.version,
             "runs": self.stats,

@@ -128,6 +128,7 @@ def label_items(
         "elapsed_s": round(elapsed, 3),
         "prompts_per_s": round(table.num_rows / elapsed, 3) if elapsed > 0 else None,
         "model": backend.model_id,
+        "model_revision": backend.revision,
         "backend": backend.name,
         "engine": engine_record(backend),
         "guideline_version": guideline.version,

@@ -36,6 +36,7 @@ from ._types import (
     schema_json,
 )
 from ._vllm import VLLMBackend, vllm_cpu_env
+from ._weights import weights_fingerprint
 
 __all__ = [
     "BACKENDS",
@@ -85,6 +86,7 @@ __all__ = [
     "smollm2_gguf_path",
     "vllm_cpu_env",
     "vllm_server",
+    "weights_fingerprint",
     "write_json_atomic",
     "write_stats",
 ]

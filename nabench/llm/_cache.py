@@ -13,9 +13,12 @@ Why SQLite in WAL mode (one table, one row per response):
   `busy_timeout`.
 * **Stdlib, queryable, one file.** No server, inspectable with the `sqlite3` shell.
 
-The key is sha256 over (model_id, request canonical JSON, namespace). `namespace`
-carries what changes the meaning of a response without being in the request (e.g. the
-guideline version, the JSON retry attempt). Errors are never stored.
+The key is sha256 over (model_id, request canonical JSON, namespace) and, where the backend
+knows which weights answer, their revision (`Backend.revision`: a content fingerprint of
+local weights): two checkpoints with one model id never read each other's answers, and a
+backend without a revision keeps the keys it always had. `namespace` carries what changes
+the meaning of a response without being in the request (e.g. the guideline version, the
+JSON retry attempt). Errors are never stored.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 
 from nabench.core.errors import NabenchError
 
-from ._types import ChatRequest, Completion, TokenLogprob, canonical_json
+from ._types import Backend, ChatRequest, Completion, TokenLogprob, canonical_json
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -44,10 +47,24 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-def cache_key(model_id: str, request: ChatRequest, namespace: str = "") -> str:
-    """sha256 hex digest of (model_id, request canonical JSON, namespace)."""
-    payload = canonical_json([model_id, request.canonical_json(), namespace])
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+def cache_key(
+    model_id: str, request: ChatRequest, namespace: str = "", revision: str | None = None
+) -> str:
+    """sha256 hex digest of (model_id, request canonical JSON, namespace[, revision]); without
+    a revision the key is the one written before revisions existed."""
+    parts = [model_id, request.canonical_json(), namespace]
+    if revision is not None:
+        parts.append(revision)
+    return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
+
+
+def backend_keys(
+    backend: Backend, requests: Iterable[ChatRequest], namespace: str = ""
+) -> list[str]:
+    """The cache keys of `requests` answered by `backend`: its model id and weights revision
+    (read once: a fingerprint is a `stat` per call once hashed)."""
+    model_id, revision = backend.model_id, backend.revision
+    return [cache_key(model_id, r, namespace, revision) for r in requests]
 
 
 def cache_error(path: Path, exc: BaseException) -> NabenchError:
@@ -84,6 +101,7 @@ class ResponseCache:
             raise cache_error(self.path, exc) from None
 
     key = staticmethod(cache_key)
+    backend_keys = staticmethod(backend_keys)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Completion]:
         """The cached completions for those of `keys` that are present."""

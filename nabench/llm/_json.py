@@ -142,7 +142,7 @@ def count_cached(
     (what a plan reports before a long model job starts)."""
     schema_str = schema_json(schema)
     ns = f"{namespace}|json-attempt=1"
-    keys = [cache.key(backend.model_id, attempt_request(r, schema_str, 1), ns) for r in requests]
+    keys = cache.backend_keys(backend, [attempt_request(r, schema_str, 1) for r in requests], ns)
     return len(cache.get_many(keys))
 
 

@@ -25,6 +25,7 @@ from nabench.core.errors import NabenchError
 from ._models import SMOLLM2_GGUF, model_id_from_path, smollm2_gguf_path
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob
+from ._weights import weights_fingerprint
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -120,6 +121,14 @@ class LocalBackend(Backend):
         self._llm_logits: Llama | None = None  # a second context for logprobs requests
 
     # -- model access -----------------------------------------------------------------
+    @property
+    def revision(self) -> str | None:
+        """The GGUF file's content fingerprint (hashed on first use, once per process; None
+        where the default model is not installed: there are no weights to tell)."""
+        if not self.model_path.is_file():
+            return None
+        return weights_fingerprint(self.model_path)
+
     @property
     def loaded(self) -> bool:
         """Whether any model context has been created yet."""

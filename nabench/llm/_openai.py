@@ -103,8 +103,13 @@ class OpenAIBackend(Backend):
         connect_timeout_s: float = 30.0,
         total_timeout_s: float = 600.0,
         max_response_mb: float = 8.0,
+        revision: str | None = None,
     ) -> None:
         super().__init__()
+        # A server's weights cannot be fingerprinted from here: the revision is what the
+        # user declares (`--option revision=...`, e.g. the commit of the weights it serves),
+        # else None, and then two servers serving one model name are one model.
+        self._revision = None if revision is None else str(revision)
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         if json_mode not in ("auto", "json_schema", "json_object"):
@@ -140,6 +145,11 @@ class OpenAIBackend(Backend):
         if self.model is None:
             self.model = self._first_model()
         self.model_id = model_id or self.model
+
+    @property
+    def revision(self) -> str | None:
+        """The weights revision the user declared with `--option revision=...` (or None)."""
+        return self._revision
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, base_url={mask_url(self.base_url)!r})"

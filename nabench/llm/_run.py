@@ -51,7 +51,7 @@ def count_hits(
 ) -> tuple[int, int]:
     """(distinct requests, how many of them `run_cached` would answer from `cache`): what a
     plan reports (identical requests are sent once)."""
-    keys = {cache.key(backend.model_id, r, namespace) for r in requests}
+    keys = set(cache.backend_keys(backend, requests, namespace))
     return len(keys), len(cache.get_many(list(keys)))
 
 
@@ -81,7 +81,7 @@ def run_cached(
     t0 = time.perf_counter()
     retries0 = backend.counters.retries
     engine.recover(cache)  # results of a killed run, merged before misses are counted
-    keys = [cache.key(backend.model_id, r, namespace) for r in requests]
+    keys = cache.backend_keys(backend, requests, namespace)
     hits = cache.get_many(keys)
     results: list[Completion | None] = [hits.get(k) for k in keys]
 

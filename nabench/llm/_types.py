@@ -187,6 +187,17 @@ class Backend(ABC):
     def __init__(self) -> None:
         self.counters = BackendCounters()
 
+    @property
+    def revision(self) -> str | None:
+        """Which weights answer, beyond `model_id`: a content fingerprint of the weights a
+        backend loads from disk (``sha256:<hex>``, `nabench.llm._weights`), what the user
+        declared for a server's model (`openai`: ``--option revision=...``), or None where
+        nothing tells (then the cache key and the records are what they were before).
+
+        It is part of every response-cache key and recorded as ``model_revision`` in eval
+        records, so two checkpoints with one file name are two models, never one cache."""
+        return None
+
     @abstractmethod
     def complete(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """Run a batch; same length and order as `requests`."""

@@ -27,6 +27,7 @@ from nabench.core.errors import NabenchError
 from ._models import default_hf_dir, model_id_from_path, repo_root
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob
+from ._weights import weights_fingerprint
 
 
 def vllm_cpu_env() -> dict[str, str]:
@@ -122,6 +123,10 @@ class VLLMBackend(Backend):
                 "or scripts/install_vllm_cpu.sh"
             )
         self.model_id = model_id or model_id_from_path(self.model)
+        # a Hub model id: vLLM's own `revision` option (a branch, tag or commit) says which
+        # weights; a folder or file on disk is fingerprinted by content instead
+        hub_revision = engine_options.get("revision")
+        self._hub_revision = None if hub_revision is None else str(hub_revision)
         self._vllm = import_vllm()
         self.dtype = dtype or default_dtype()
         from vllm.sampling_params import StructuredOutputsParams
@@ -143,6 +148,15 @@ class VLLMBackend(Backend):
         self._llm = self._vllm.LLM(**options)
         self.last_num_cached_tokens: list[int] = []
         self.last_engine_calls = 0  # engine calls made by the last `complete`
+
+    @property
+    def revision(self) -> str | None:
+        """The content fingerprint of the model folder's weight, config and tokenizer files
+        (or of a model file), hashed on first use; for a Hub model id, the `revision` option
+        passed to vLLM, or None."""
+        if Path(self.model).exists():
+            return weights_fingerprint(self.model)
+        return self._hub_revision
 
     def _params(self, req: ChatRequest) -> Any:
         kwargs: dict[str, Any] = {

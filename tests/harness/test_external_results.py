@@ -5,8 +5,10 @@ test_harness_models.py (inspect's `mockllm` needs a tokenizer download)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +197,29 @@ def test_an_lm_eval_sample_logged_twice_is_refused(lm_eval_dummy: Path, tmp_path
     samples.write_text("\n".join([*lines, lines[0]]) + "\n")
     with pytest.raises(NabenchError, match="answered more than once"):
         load_results([copy])
+
+
+def test_lm_eval_runs_record_which_weights_answered(lm_eval_dummy: Path, tmp_path: Path) -> None:
+    """lm-eval's own record of the weights: the Hub commit (`model_sha`) of an HF model, else
+    nabench's content fingerprint of a local `pretrained=` folder; none for `dummy`."""
+    assert {r.summary["model_revision"] for r in read_external(lm_eval_dummy)} == {None}
+    folder = tmp_path / "ckpt" / "SmolLM2"
+    folder.mkdir(parents=True)
+    files = {"config.json": b"{}", "model.safetensors": b"tensors"}
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    lines = "".join(f"{n}\0{hashlib.sha256(d).hexdigest()}\n" for n, d in sorted(files.items()))
+    fingerprint = "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
+    out = tmp_path / "logs"
+    shutil.copytree(lm_eval_dummy, out)
+    (results,) = out.rglob("results_*.json")
+    record = json.loads(results.read_text())
+    record["config"]["model_args"] = {"pretrained": str(folder)}
+    results.write_text(json.dumps(record))
+    runs = read_external(out)
+    assert {(r.summary["model"], r.summary["model_revision"]) for r in runs} == {
+        ("SmolLM2", fingerprint)
+    }
+    record["config"]["model_sha"] = "0123abcd"  # what lm-eval's hf model writes
+    results.write_text(json.dumps(record))
+    assert {r.summary["model_revision"] for r in read_external(out)} == {"0123abcd"}
