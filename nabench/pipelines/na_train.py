@@ -58,6 +58,7 @@ from nabench.pipelines.skeleton import (
     load_split,
     split_record,
 )
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.na_train import (
     DISCARDED_ARROW,
     DPO_ARROW,
@@ -305,7 +306,7 @@ def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
     ]
     counts = row_counts(staged)
     exclusions = exclusion_counts(prepared.excluded)
-    manifest = {
+    fields = {
         **manifest_header("na-train", recipe, seed),
         "splits": list(options.splits or recipe.source.splits),
         "limit": options.limit,
@@ -332,7 +333,7 @@ def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
     with StagingArea(out) as area, clock("stage"):
         for st in staged:
             area.add(st)
-        area.commit(_readme_renderer(recipe, source, manifest), manifest)
+        area.commit(_readme_renderer(recipe, source, fields), Manifest.model_validate(fields))
     write_stats(stats, out.parent / f"{out.name}.stats.json")
     return BuildResult(out, counts, exclusions, {}, [], clock.seconds)
 

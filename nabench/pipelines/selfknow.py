@@ -30,6 +30,7 @@ from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, write_stats
 from nabench.llm.options import open_backend
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, build_protocol
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import Protocol
 from nabench.selfknow.classify import (
     ClassificationResult,
@@ -407,7 +408,7 @@ def _scores(metrics: SelfKnowledgeMetrics) -> dict[str, Any]:
 
 def _manifest(
     study: Study, run: SelfKnowRun, counts: dict[str, dict[str, int]], protocol: Protocol | None
-) -> dict[str, Any]:
+) -> Manifest:
     generation, classification = run.generation, run.classification
     first = generation.tasks.column("generator_model").to_pylist()[:1]
     cls_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
@@ -429,7 +430,7 @@ def _manifest(
     }
     if protocol is not None:
         manifest["protocol"] = protocol.record()
-    return manifest
+    return Manifest.model_validate(manifest)
 
 
 def _readme_renderer(study: Study, run: SelfKnowRun, counts: dict[str, dict[str, int]]) -> Any:
