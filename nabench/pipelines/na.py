@@ -120,23 +120,22 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         if validation.violations:
             raise ValidationFailed(summarise_violations(validation.violations))
         checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
-        manifest = Manifest.model_validate(
-            {
-                **item_manifest_head("na", recipe, seed, splits, options, protocol),
-                "source": source_section(source, recipe, location, sources_meta),
-                **item_manifest_outcome(
-                    staged, excluded_tables, "nabench.validate.invariants", **checks
-                ),
-                "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
-                **({"redux": redux.summary()} if redux else {}),
-            }
-        )
+        fields = {
+            **item_manifest_head("na", recipe, seed, splits, options, protocol),
+            "source": source_section(source, recipe, location, sources_meta),
+            **item_manifest_outcome(
+                staged, excluded_tables, "nabench.validate.invariants", **checks
+            ),
+            "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
+            **({"redux": redux.summary()} if redux else {}),
+        }
+        manifest = Manifest.model_validate(fields)
         readme = _readme_renderer(recipe, source, manifest, staged, out, validation)
         with clock("stage"):  # what is left of the background writes, then README + manifest
             area.commit(readme, manifest, CardFacts(tuple(_limitations(manifest))))
-        exclusions = manifest.record()["exclusions"]
+        counts, exclusions = fields["counts"], fields["exclusions"]
         shares, warnings = checks["letter_shares"], checks["warnings"]
-        return BuildResult(out, manifest.counts, exclusions, shares, warnings, clock.seconds)
+        return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
 
 
 def inserted_texts(builders: Sequence[Builder], reason: str) -> tuple[str, ...]:
