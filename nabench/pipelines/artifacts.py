@@ -31,6 +31,7 @@ from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
 from nabench.stage.cards import render_card
+from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, source_section, stage
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_artifacts
@@ -45,6 +46,11 @@ POOL_REASONS = ("not_four_choices", "empty_choice")
 FEWSHOT_CONFIG = "fewshot"
 EXCLUDED_CONFIG = "excluded"
 NON_PROMPT_CONFIGS = (FEWSHOT_CONFIG, EXCLUDED_CONFIG)
+# What an artifact build is for (croissant.json's data use cases).
+ARTIFACT_USES = (
+    "Measuring answer-only and other prompt-artifact shortcuts of multiple-choice models.",
+    "Not for training: the items are test items of a public benchmark.",
+)
 ARTIFACTS_CITATION = (
     "@inproceedings{balepur2024artifacts,\n"
     "  title={Artifacts or Abduction: How Do {LLM}s Answer Multiple-Choice Questions "
@@ -139,7 +145,7 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
         **item_manifest_outcome(staged, excluded_tables, "nabench.validate.artifacts"),
     }
     manifest = Manifest.model_validate(fields)
-    stage(out, staged, readme_renderer(manifest, staged), manifest)
+    stage(out, staged, readme_renderer(manifest, staged), manifest, CardFacts(uses=ARTIFACT_USES))
     return BuildResult(out, manifest.counts, fields["exclusions"], {}, [])
 
 

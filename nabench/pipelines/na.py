@@ -44,6 +44,13 @@ from nabench.validate.invariants import (
 )
 from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
 
+# What an NA build is for (croissant.json's data use cases).
+NA_USES = (
+    "Evaluating multiple-choice models on None-of-the-above / All-of-the-above perturbations "
+    "of the source items against the unchanged `original` config (paired by `id`).",
+    "Not for training: the items are (perturbed) test items of a public benchmark.",
+)
+
 
 def make_builders(recipe: Recipe) -> list[Builder]:
     """One builder per output config, in recipe order (each variant's builder class reads
@@ -132,7 +139,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         manifest = Manifest.model_validate(fields)
         readme = _readme_renderer(recipe, source, manifest, staged, out, validation)
         with clock("stage"):  # what is left of the background writes, then README + manifest
-            area.commit(readme, manifest, CardFacts(tuple(_limitations(manifest))))
+            area.commit(readme, manifest, _card_facts(manifest), lm_eval=True)
         counts, exclusions = fields["counts"], fields["exclusions"]
         shares, warnings = checks["letter_shares"], checks["warnings"]
         return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
@@ -315,6 +322,11 @@ def _redux_card(summary: dict[str, Any] | None) -> dict[str, Any] | None:
         "unmatched_count": len(summary["unmatched"]),
         "by_type": dict(sorted(by_type.items())),
     }
+
+
+def _card_facts(manifest: Manifest) -> CardFacts:
+    """What croissant.json states beyond the manifest: limitations and use cases."""
+    return CardFacts(tuple(_limitations(manifest)), NA_USES)
 
 
 def _limitations(manifest: Manifest) -> list[str]:

@@ -29,9 +29,10 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.pipelines.artifacts import readme_renderer
+from nabench.pipelines.artifacts import ARTIFACT_USES, readme_renderer
 from nabench.schemas.manifest import Manifest, read_manifest_file
 from nabench.schemas.protocol import ArtifactsPreset, protocols
+from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_artifacts
@@ -247,7 +248,7 @@ def infer_questions(
     }
     target = Path(out) if out is not None else built
     updated = Manifest.model_validate(fields)
-    stage(target, staged, readme_renderer(updated, staged), updated)
+    stage(target, staged, readme_renderer(updated, staged), updated, CardFacts(uses=ARTIFACT_USES))
     new_counts = {c: counts[c] for c in NEW_CONFIGS}
     return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
 

@@ -50,11 +50,17 @@ from nabench.selfknow.recipe import SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, fmt_score, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
 from nabench.stage.cards import render_card, size_category
+from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, StagingArea, manifest_header, row_counts
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_selfknow
 
 SPLIT = "test"
+# What a self-knowledge build is for (croissant.json's data use cases).
+SELFKNOW_USES = (
+    "Studying whether a model knows which tasks it can and cannot do (the self-knowledge "
+    "study), from tasks the model itself wrote and its own verdicts.",
+)
 CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
 
 
@@ -270,7 +276,7 @@ def _stage(
             _write_reports(area.folder("report"), study.recipe, frame, metrics, study.taxonomy)
 
         with clock("stage"):
-            area.commit(readme, manifest)
+            area.commit(readme, manifest, CardFacts(uses=SELFKNOW_USES))
     return run
 
 

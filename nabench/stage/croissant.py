@@ -43,33 +43,14 @@ __all__ = [
 PARQUET = "application/x-parquet"
 CONFORMS_TO = ("http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0")
 
-# What each build kind is for (the cards' summaries say the same in prose).
-USES: dict[str, tuple[str, ...]] = {
-    "na": (
-        "Evaluating multiple-choice models on None-of-the-above / All-of-the-above perturbations "
-        "of the source items against the unchanged `original` config (paired by `id`).",
-        "Not for training: the items are (perturbed) test items of a public benchmark.",
-    ),
-    "artifacts": (
-        "Measuring answer-only and other prompt-artifact shortcuts of multiple-choice models.",
-        "Not for training: the items are test items of a public benchmark.",
-    ),
-    "na-train": (
-        "Fine-tuning (SFT / DPO) on None-of-the-above items, decontaminated against the "
-        "evaluation splits named in build.json.",
-    ),
-    "selfknow": (
-        "Studying whether a model knows which tasks it can and cannot do (the self-knowledge "
-        "study), from tasks the model itself wrote and its own verdicts.",
-    ),
-}
-
 
 @dataclass(frozen=True)
 class CardFacts:
-    """What a card states that the manifest does not hold as data (its limitations)."""
+    """What a card states that the manifest does not hold as data: its limitations, and what
+    the build is for (each kind's pipeline says; the cards' summaries say the same in prose)."""
 
     limitations: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
 
 
 def partial_build_lines(manifest: Manifest) -> list[str]:
@@ -227,7 +208,6 @@ def _row_model(schema: pa.Schema) -> type[BaseModel] | None:
 
 def rai_fields(manifest: Manifest, facts: CardFacts) -> dict[str, Any]:
     """The Responsible-AI properties, each read from the manifest (or the card's facts)."""
-    kind = manifest.kind or ""
     limitations = list(facts.limitations) or partial_build_lines(manifest)
     return {
         "data_collection": _collection(manifest),
@@ -238,7 +218,7 @@ def rai_fields(manifest: Manifest, facts: CardFacts) -> dict[str, Any]:
         "data_limitations": limitations or None,
         "data_biases": _biases(manifest) or None,
         "personal_sensitive_information": [_sensitive(manifest)],
-        "data_use_cases": list(USES.get(kind, ())) or None,
+        "data_use_cases": list(facts.uses) or None,
         "data_release_maintenance_plan": (
             "Releases are immutable tagged versions (v<recipe version>); build.json records "
             "the recipe, seed and sha256 of every file, the card's changelog what changed."

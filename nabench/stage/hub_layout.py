@@ -191,10 +191,13 @@ class StagingArea:
         render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
         manifest: Manifest,
         facts: CardFacts | None = None,
+        *,
+        lm_eval: bool = False,
     ) -> dict[str, str]:
         """Finish the tree and swap it into place; returns {relative path: sha256}.
 
-        `facts`: what the card states beyond the manifest, for croissant.json."""
+        `facts`: what the card states beyond the manifest, for croissant.json; `lm_eval`:
+        also write lm-eval tasks of the multiple-choice tables (the NA builds)."""
         configs, infos = hub_metadata(self.tables)
         # Credentials (key-like options, `user:key@` URLs) never reach a written file: masked
         # in the manifest, and any value masked there is scrubbed from the card too.
@@ -202,7 +205,7 @@ class StagingArea:
         # Nor does a path of this machine: relative to the build, or `local:<name>`.
         local = portable_tree(clean.value, self.out)
         written = parse_manifest(local.value, MANIFEST)
-        spec = lm_eval_spec(self.tables, written)
+        spec = lm_eval_spec(self.tables, written) if lm_eval else None
         readme_text = render_readme(configs, infos)  # while the writers finish
         if spec is not None:
             readme_text += lm_eval_card_section(spec)
@@ -237,11 +240,8 @@ class StagingArea:
 
 
 def lm_eval_spec(tables: Sequence[StagedTable], manifest: Manifest) -> LmEvalSpec | None:
-    """The lm-eval tasks of an NA build: its multiple-choice tables, named after the recipe.
-
-    Artifact and self-knowledge builds carry their own prompts, not question/choices rows."""
-    if manifest.kind != "na":
-        return None
+    """The lm-eval tasks of a build's multiple-choice tables, named after the recipe (None
+    for a manifest without a recipe name and version)."""
     name, version = manifest.recipe_name, manifest.recipe_version
     if not name or not version:
         return None
