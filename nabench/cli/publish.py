@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 from huggingface_hub import HfApi
@@ -22,6 +20,7 @@ from nabench.publish.plan import (
     read_manifest,
 )
 from nabench.publish.preflight import hub_identity, resolve_repo_id
+from nabench.schemas.manifest import Manifest
 
 
 def check_push_target(to: str | None) -> None:
@@ -63,7 +62,7 @@ def publish_build(
         click.echo(f"committed {result.commit} on {target}, tagged {result.tag}")
         return result.plan
     if dry_run:
-        name = (manifest.get("recipe") or {}).get("name") or out_dir.name
+        name = manifest.recipe_name or out_dir.name
         repo_id = repo_id or _recipe_repo_id(manifest, f"YOUR-NAMESPACE/{name}")
         plan = make_plan(out_dir, repo_id, version=version, remote=RemoteState(known=False))
         click.echo(plan.render())
@@ -76,17 +75,15 @@ def publish_build(
     return pushed.plan
 
 
-def check_against_source(
-    out_dir: Path, manifest: Mapping[str, Any], given: str | None = None
-) -> None:
+def check_against_source(out_dir: Path, manifest: Manifest, given: str | None = None) -> None:
     """Compare the build with a rebuild from `given` (`publish --source`), else from its
     recorded source when that is a path on this machine (a forgery with recomputed hashes
     fails here); say so when there is none. A build records a local source as
     `local:<name>` (no path of the building machine is published), so `--source` names it."""
     check_publishable(out_dir, manifest)  # a build that fails validation is refused as such
     source = given or local_source(manifest)
-    location = (manifest.get("source") or {}).get("location")
-    if source is None or manifest.get("kind") not in REBUILDABLE:
+    location = manifest.location
+    if source is None or manifest.kind not in REBUILDABLE:
         why = "needs its models" if source is not None else f"source {location!r} is not here"
         click.echo(
             f"note: {out_dir} was not compared with a rebuild ({why}); "
@@ -103,11 +100,11 @@ def check_against_source(
     click.echo(f"compared every row with a rebuild from {source}: identical")
 
 
-def _recipe_repo_id(manifest: Mapping[str, Any], default: str | None = None) -> str:
-    repo_id = ((manifest.get("recipe") or {}).get("publish") or {}).get("repo_id") or default
+def _recipe_repo_id(manifest: Manifest, default: str | None = None) -> str:
+    repo_id = manifest.repo_id or default
     if not repo_id:
         raise PublishError("no repository: the recipe has no publish.repo_id; pass --repo-id")
-    return str(repo_id)
+    return repo_id
 
 
 @click.command("publish")

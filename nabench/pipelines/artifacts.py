@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,11 @@ from nabench.pipelines.skeleton import (
     split_record,
 )
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
 from nabench.stage.cards import render_card
+from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, source_section, stage
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_artifacts
@@ -44,6 +46,11 @@ POOL_REASONS = ("not_four_choices", "empty_choice")
 FEWSHOT_CONFIG = "fewshot"
 EXCLUDED_CONFIG = "excluded"
 NON_PROMPT_CONFIGS = (FEWSHOT_CONFIG, EXCLUDED_CONFIG)
+# What an artifact build is for (croissant.json's data use cases).
+ARTIFACT_USES = (
+    "Measuring answer-only and other prompt-artifact shortcuts of multiple-choice models.",
+    "Not for training: the items are test items of a public benchmark.",
+)
 ARTIFACTS_CITATION = (
     "@inproceedings{balepur2024artifacts,\n"
     "  title={Artifacts or Abduction: How Do {LLM}s Answer Multiple-Choice Questions "
@@ -125,19 +132,21 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
     if violations:
         raise ValidationFailed(summarise_violations(violations))
 
-    manifest = {
+    prompt_types = {
+        name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
+        for name in recipe.prompt_types
+    }
+    fields = {
         **item_manifest_head("artifacts", recipe, seed, splits, options, protocol),
         "text": text,
         "source": source_section(source, recipe, location, sources_meta),
         "fewshot": {**pool_record, "pool_rows_used": used.num_rows, "groups": groups},
-        "prompt_types": {
-            name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
-            for name in recipe.prompt_types
-        },
+        "prompt_types": prompt_types,
         **item_manifest_outcome(staged, excluded_tables, "nabench.validate.artifacts"),
     }
-    stage(out, staged, readme_renderer(manifest, staged), manifest)
-    return BuildResult(out, manifest["counts"], manifest["exclusions"], {}, [])
+    manifest = Manifest.model_validate(fields)
+    stage(out, staged, readme_renderer(manifest, staged), manifest, CardFacts(uses=ARTIFACT_USES))
+    return BuildResult(out, manifest.counts, fields["exclusions"], {}, [])
 
 
 def _fewshot_pool(
@@ -176,13 +185,13 @@ def last_example(prompt: str) -> str:
 
 
 def readme_renderer(
-    manifest: Mapping[str, Any], staged: Sequence[StagedTable]
+    manifest: Manifest, staged: Sequence[StagedTable]
 ) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]:
     """The README renderer of an artifact build, from its manifest and staged tables (also
     used by the question-inference pipeline when it adds configs)."""
-    recipe = manifest["recipe"]
+    recipe = manifest.recipe
     source = get_source(recipe["source"]["dataset"])
-    counts: dict[str, dict[str, int]] = manifest["counts"]
+    counts, record = manifest.counts, manifest.record()
     examples = _card_examples(staged)
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
@@ -197,11 +206,11 @@ def readme_renderer(
                 "description": meta["description"],
                 "rows": ", ".join(f"{s}: {n}" for s, n in counts.get(name, {}).items()),
             }
-            for name, meta in manifest["prompt_types"].items()
+            for name, meta in (manifest.prompt_types or {}).items()
         ]
         context |= {
             "source_fingerprint": ", ".join(
-                f"{s}: {m['fingerprint'][:16]}" for s, m in manifest["source"]["splits"].items()
+                f"{s}: {m['fingerprint'][:16]}" for s, m in record["source"]["splits"].items()
             ),
             "counts": [
                 {"config": c, "split": s, "rows": n}
@@ -209,14 +218,14 @@ def readme_renderer(
                 for s, n in d.items()
             ],
             "prompt_types": prompt_types,
-            "fewshot": manifest["fewshot"],
-            "exclusions": manifest["exclusions"]["by_reason"],
-            "excluded_total": manifest["exclusions"]["total"],
+            "fewshot": record["fewshot"],
+            "exclusions": record["exclusions"]["by_reason"],
+            "excluded_total": record["exclusions"]["total"],
             "examples": examples,
-            "question_inference": manifest.get("question_inference"),
+            "question_inference": manifest.question_inference,
             "repo_id": recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}",
             "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
-            "example_split": next(iter(manifest["splits"])),
+            "example_split": next(iter(manifest.splits or [])),
             "artifacts_citation": ARTIFACTS_CITATION,
         }
         return render_card(template="artifacts_card.md.jinja", metadata=metadata, context=context)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from nabench.pipelines.skeleton import (
     load_split,
     split_record,
 )
+from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import SAMPLE_DRAW
@@ -43,6 +43,13 @@ from nabench.validate.invariants import (
     summarise_violations,
 )
 from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
+
+# What an NA build is for (croissant.json's data use cases).
+NA_USES = (
+    "Evaluating multiple-choice models on None-of-the-above / All-of-the-above perturbations "
+    "of the source items against the unchanged `original` config (paired by `id`).",
+    "Not for training: the items are (perturbed) test items of a public benchmark.",
+)
 
 
 def make_builders(recipe: Recipe) -> list[Builder]:
@@ -120,7 +127,7 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
         if validation.violations:
             raise ValidationFailed(summarise_violations(validation.violations))
         checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
-        manifest = {
+        fields = {
             **item_manifest_head("na", recipe, seed, splits, options, protocol),
             "source": source_section(source, recipe, location, sources_meta),
             **item_manifest_outcome(
@@ -129,10 +136,11 @@ def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
             "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
             **({"redux": redux.summary()} if redux else {}),
         }
+        manifest = Manifest.model_validate(fields)
         readme = _readme_renderer(recipe, source, manifest, staged, out, validation)
         with clock("stage"):  # what is left of the background writes, then README + manifest
-            area.commit(readme, manifest, CardFacts(tuple(_limitations(manifest))))
-        counts, exclusions = manifest["counts"], manifest["exclusions"]
+            area.commit(readme, manifest, _card_facts(manifest), lm_eval=True)
+        counts, exclusions = fields["counts"], fields["exclusions"]
         shares, warnings = checks["letter_shares"], checks["warnings"]
         return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
 
@@ -194,7 +202,7 @@ def _audit_split(
 def _readme_renderer(
     recipe: Recipe,
     source: Source,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     staged: Sequence[StagedTable],
     out: Path,
     validation: ValidationReport,
@@ -225,14 +233,13 @@ def _readme_renderer(
     return render
 
 
-def _previous_release(out: Path, version: str) -> tuple[str | None, dict[str, Any] | None]:
+def _previous_release(out: Path, version: str) -> tuple[str | None, Manifest | None]:
     """The card of the build now in `out`, and its manifest unless it is a rebuild of
     `version` (the changelog compares against an earlier release, not against itself)."""
-    readme, built = out / "README.md", out / "build.json"
+    readme, built = out / "README.md", out / MANIFEST
     previous_readme = readme.read_text(encoding="utf-8") if readme.is_file() else None
-    previous_text = built.read_text(encoding="utf-8") if built.is_file() else None
-    previous_manifest = json.loads(previous_text) if previous_text else None
-    if ((previous_manifest or {}).get("recipe") or {}).get("version") == version:
+    previous_manifest = read_manifest_file(built) if built.is_file() else None
+    if previous_manifest is not None and previous_manifest.recipe_version == version:
         previous_manifest = None
     return previous_readme, previous_manifest
 
@@ -240,21 +247,21 @@ def _previous_release(out: Path, version: str) -> tuple[str | None, dict[str, An
 def _na_card_context(
     recipe: Recipe,
     source: Source,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     staged: Sequence[StagedTable],
     validation: ValidationReport,
 ) -> dict[str, Any]:
     """The NA card's own sections: splits, variants, counts, labels, exclusions, letters."""
-    counts: dict[str, dict[str, int]] = manifest["counts"]
-    source_splits: dict[str, Any] = manifest["source"]["splits"]
+    counts, record = manifest.counts, manifest.record()
+    source_splits: dict[str, Any] = record["source"]["splits"]
     split_names = list(dict.fromkeys(s for per in counts.values() for s in per))
     builders = make_builders(recipe)
     first_ids = [st.table.column("id")[0].as_py() for st in staged if st.table.num_rows]
-    letters, letter_rows = cc.letter_rows(manifest["letter_shares"])
+    letters, letter_rows = cc.letter_rows(record["letter_shares"])
     return {
         "total_items": sum(m["rows_used"] for m in source_splits.values()),
         "id_example": first_ids[0] if first_ids else f"{source.name}/...",
-        "limit": manifest.get("limit"),
+        "limit": manifest.limit,
         "source_revision": recipe.source.revision,
         "source_splits": [{"split": s, **m} for s, m in source_splits.items()],
         "variants": [
@@ -274,16 +281,16 @@ def _na_card_context(
             for c, per in counts.items()
         ],
         "fields": cc.field_rows(source.field_notes),
-        "labeler_lines": cc.labeler_lines(manifest["labels"]),
-        "exclusions_total": manifest["exclusions"]["total"],
-        "exclusions": manifest["exclusions"]["by_reason"],
-        "audit_patterns": manifest["audit_patterns"],
-        "redux": _redux_card(manifest.get("redux")),
+        "labeler_lines": cc.labeler_lines(record["labels"]),
+        "exclusions_total": record["exclusions"]["total"],
+        "exclusions": record["exclusions"]["by_reason"],
+        "audit_patterns": record["audit_patterns"],
+        "redux": _redux_card(manifest.redux),
         "na_rates": cc.na_rates(staged),
         "letters": letters,
         "letter_rows": letter_rows,
         "shortcuts": cc.shortcut_rows(staged, NA_SIDE_CONFIGS),
-        "warnings": manifest.get("warnings") or [],
+        "warnings": manifest.warnings or [],
         # the rules that ran on this build's configs, as their records describe them
         "invariants": [(rule.name, rule.description) for rule in validation.rules],
         "draws": _draw_lines(builders, manifest),
@@ -292,9 +299,9 @@ def _na_card_context(
     }
 
 
-def _draw_lines(builders: Sequence[Builder], manifest: dict[str, Any]) -> list[str]:
+def _draw_lines(builders: Sequence[Builder], manifest: Manifest) -> list[str]:
     """The card's per-item draws, stated from the `Draw`s the code makes (one per purpose)."""
-    draws = [SAMPLE_DRAW] if manifest.get("sample") else []
+    draws = [SAMPLE_DRAW] if manifest.sample else []
     draws += [d for b in builders for d in b.draws]
     unique = {d.purpose: d for d in draws}
     return [d.card_line() for d in unique.values()]
@@ -317,14 +324,19 @@ def _redux_card(summary: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def _limitations(manifest: dict[str, Any]) -> list[str]:
+def _card_facts(manifest: Manifest) -> CardFacts:
+    """What croissant.json states beyond the manifest: limitations and use cases."""
+    return CardFacts(tuple(_limitations(manifest)), NA_USES)
+
+
+def _limitations(manifest: Manifest) -> list[str]:
     """The card's limitations: what NA-keyed items, inserted texts and the source cannot
     guarantee, and any --limit/--sample that makes this build partial."""
     limitations = [
         "NA-keyed items are only valid when no remaining option is defensible; "
         + (
             "items were filtered by an NA-applicability label, which can be wrong."
-            if manifest["labels"]["mode"] != "none"
+            if manifest.label_mode != "none"
             else "this build used no NA-applicability labels, so some NA-keyed items may "
             "keep a defensible option."
         ),
@@ -332,7 +344,7 @@ def _limitations(manifest: dict[str, Any]) -> list[str]:
         "the source (see above), which a model may exploit.",
         "Source errors (wrong keys, ambiguous questions) carry over to every variant.",
     ]
-    redux = _redux_card(manifest.get("redux"))
+    redux = _redux_card(manifest.redux)
     if redux is not None:
         limitations.append(
             f"MMLU-Redux checked {redux['checked']} of the build's items (it re-annotated a "

@@ -58,6 +58,7 @@ from nabench.pipelines.skeleton import (
     load_split,
     split_record,
 )
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.na_train import (
     DISCARDED_ARROW,
     DPO_ARROW,
@@ -67,6 +68,7 @@ from nabench.schemas.na_train import (
 )
 from nabench.sources import Source, get_source
 from nabench.stage.cards import render_card, size_category
+from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import (
     StagedTable,
     StagingArea,
@@ -279,6 +281,13 @@ def per_variant(tables: dict[str, pa.Table], n: int) -> list[dict[str, Any]]:
     return out
 
 
+# What an na-train build is for (croissant.json's data use cases).
+NA_TRAIN_USES = (
+    "Fine-tuning (SFT / DPO) on None-of-the-above items, decontaminated against the "
+    "evaluation splits named in build.json.",
+)
+
+
 def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
     """Run the whole `na-train` pipeline and stage the result in `options.out`."""
     source = get_source(recipe.source.dataset)
@@ -305,7 +314,7 @@ def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
     ]
     counts = row_counts(staged)
     exclusions = exclusion_counts(prepared.excluded)
-    manifest = {
+    fields = {
         **manifest_header("na-train", recipe, seed),
         "splits": list(options.splits or recipe.source.splits),
         "limit": options.limit,
@@ -332,7 +341,8 @@ def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
     with StagingArea(out) as area, clock("stage"):
         for st in staged:
             area.add(st)
-        area.commit(_readme_renderer(recipe, source, manifest), manifest)
+        readme = _readme_renderer(recipe, source, fields)
+        area.commit(readme, Manifest.model_validate(fields), CardFacts(uses=NA_TRAIN_USES))
     write_stats(stats, out.parent / f"{out.name}.stats.json")
     return BuildResult(out, counts, exclusions, {}, [], clock.seconds)
 

@@ -12,12 +12,10 @@ configs, an updated card and a manifest section `question_inference`.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,8 +29,10 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.pipelines.artifacts import readme_renderer
+from nabench.pipelines.artifacts import ARTIFACT_USES, readme_renderer
+from nabench.schemas.manifest import Manifest, read_manifest_file
 from nabench.schemas.protocol import ArtifactsPreset, protocols
+from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_artifacts
@@ -57,16 +57,16 @@ class QuestionInferenceResult:
     stats: RunStats
 
 
-def read_build(built: Path) -> tuple[dict[str, Any], list[StagedTable]]:
+def read_build(built: Path) -> tuple[Manifest, list[StagedTable]]:
     """The manifest and every table of a staged artifact build."""
     path = built / MANIFEST
     if not path.is_file():
         raise NabenchError(f"{built}: no {MANIFEST} (not a nabench build)")
-    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    if manifest.get("kind") != "artifacts":
-        raise NabenchError(f"{built}: not an artifacts build (kind {manifest.get('kind')!r})")
+    manifest = read_manifest_file(path)  # bounded; a one-line error if it is not a manifest
+    if manifest.kind != "artifacts":
+        raise NabenchError(f"{built}: not an artifacts build (kind {manifest.kind!r})")
     tables: list[StagedTable] = []
-    for rel in manifest.get("files", {}):
+    for rel in manifest.files:
         config, _, name = rel.partition("/")
         if not name.endswith(".parquet"):
             continue
@@ -87,11 +87,11 @@ def step1_requests(step1: pa.Table, max_tokens: int, min_tokens: int = 0) -> lis
     ]
 
 
-def build_preset(manifest: dict[str, Any]) -> ArtifactsPreset:
+def build_preset(manifest: Manifest) -> ArtifactsPreset:
     """The artifacts settings of the protocol the build followed (nabench's for old builds).
     A setting the build's record predates (step 1's token bounds) is the named preset's
     today, so an `artifacts-paper` build of an earlier version still decodes as the paper."""
-    record = manifest.get("protocol") or {}
+    record = manifest.protocol or {}
     recorded = record.get("artifacts")
     if not recorded:
         return ArtifactsPreset()
@@ -199,8 +199,9 @@ def infer_questions(
     splits = [t.split for t in tables if t.config == STEP1_CONFIG]
     if not splits:
         raise NabenchError(f"{built}: no {STEP1_CONFIG} config (add it to the recipe)")
-    seed = int(manifest["seed"])
-    dataset = str(manifest["source"]["dataset"])
+    if manifest.seed is None or manifest.source is None:
+        raise NabenchError(f"{built}: {MANIFEST} records no seed or source (not a nabench build)")
+    seed, dataset = manifest.seed, str(manifest.source.dataset)
     preset = build_preset(manifest)
     tokens = (preset.qi_step1_min_tokens, max_tokens or preset.qi_step1_max_tokens)
     if tokens[0] > tokens[1]:
@@ -221,16 +222,16 @@ def infer_questions(
         new += step2_configs(split, outputs, full, preset, rng)
         new.append(StagedTable(OUTPUTS_CONFIG, split, outputs))
 
-    k = manifest.get("fewshot", {}).get("k")
+    k = (manifest.fewshot or {}).get("k")
     violations = validate_artifacts(new, text=preset.text, k=k).violations
     if violations:
         raise ValidationFailed(summarise_violations(violations))
     staged = tables + new
     counts = row_counts(staged)
     tally = step1_counts([t.table for t in new if t.config == OUTPUTS_CONFIG])
-    manifest = {k_: v for k_, v in manifest.items() if k_ != "files"}
-    manifest["counts"] = counts
-    manifest["question_inference"] = {
+    fields = {k_: v for k_, v in manifest.record().items() if k_ != "files"}
+    fields["counts"] = counts
+    fields["question_inference"] = {
         "backend": backend.name,
         "model_id": backend.model_id,
         "min_tokens": tokens[0],
@@ -246,7 +247,8 @@ def infer_questions(
         "stats": total.to_dict(),
     }
     target = Path(out) if out is not None else built
-    stage(target, staged, readme_renderer(manifest, staged), manifest)
+    updated = Manifest.model_validate(fields)
+    stage(target, staged, readme_renderer(updated, staged), updated, CardFacts(uses=ARTIFACT_USES))
     new_counts = {c: counts[c] for c in NEW_CONFIGS}
     return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
 

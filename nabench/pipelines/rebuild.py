@@ -22,6 +22,7 @@ from nabench.core.safe_load import UnsafeInput
 from nabench.pipelines.question_inference import NEW_CONFIGS as QI_CONFIGS
 from nabench.pipelines.registry import parse_recipe, run_recipe
 from nabench.pipelines.skeleton import BuildOptions
+from nabench.schemas.manifest import Manifest
 from nabench.validate.build_tree import read_manifest
 from nabench.validate.invariants import Violation
 from nabench.validate.kinds import config_files, infer_kind
@@ -31,7 +32,7 @@ REBUILDABLE = ("na", "artifacts")
 RULE = "rebuild_matches"
 
 
-def recorded_manifest(build: Path) -> dict[str, Any]:
+def recorded_manifest(build: Path) -> Manifest:
     """build.json, read with the bounded loader (a one-line error if it cannot be)."""
     manifest, _, problems = read_manifest(build)
     if manifest is None:
@@ -39,11 +40,11 @@ def recorded_manifest(build: Path) -> dict[str, Any]:
     return manifest
 
 
-def local_source(manifest: Mapping[str, Any]) -> Path | None:
+def local_source(manifest: Manifest) -> Path | None:
     """The recorded source location when it is a path on this machine (None: a Hub id, or a
     folder that is not here)."""
-    location = (manifest.get("source") or {}).get("location")
-    if not isinstance(location, str) or not location:
+    location = manifest.location
+    if not location:
         return None
     path = Path(location)
     return path if path.exists() else None
@@ -51,24 +52,25 @@ def local_source(manifest: Mapping[str, Any]) -> Path | None:
 
 def build_source(build: Path, located: Mapping[str, str]) -> str:
     """The `--source` location meant for this build (`DATASET=LOCATION` or a bare one)."""
-    dataset = (recorded_manifest(build).get("source") or {}).get("dataset")
+    source = recorded_manifest(build).source
+    dataset = None if source is None else source.dataset
     location = located.get(str(dataset)) or located.get("*")
     if location is None:
         raise NabenchError(f"{build}: no --source for its dataset {dataset!r}")
     return location
 
 
-def rebuild_options(build: Path, manifest: Mapping[str, Any], source: str, out: Path) -> Any:
+def rebuild_options(build: Path, manifest: Manifest, source: str, out: Path) -> Any:
     """The BuildOptions that reproduce `build` from `source` (labels: none, or the build's
     own `labels` config when it was built with labels)."""
-    kind = infer_kind(build) or manifest.get("kind")  # what it holds, not what it says
+    kind = infer_kind(build) or manifest.kind  # what it holds, not what it says
     if kind not in REBUILDABLE:
         raise NabenchError(
             f"{build}: a {kind!r} build cannot be rebuilt without its models "
             f"(--source compares {', '.join(REBUILDABLE)} builds)"
         )
     labels = "none"
-    mode = (manifest.get("labels") or {}).get("mode", "none")
+    mode = manifest.label_mode
     if mode != "none":
         files = config_files(build).get("labels") or []
         if len(files) != 1:
@@ -77,15 +79,15 @@ def rebuild_options(build: Path, manifest: Mapping[str, Any], source: str, out: 
                 "cannot rebuild (one labels file is needed)"
             )
         labels = str(files[0])
-    protocol = (manifest.get("protocol") or {}).get("name")
+    protocol = (manifest.protocol or {}).get("name")
     return BuildOptions(
         source=source,
         out=out,
-        splits=manifest.get("splits"),
-        limit=manifest.get("limit"),
-        sample=manifest.get("sample"),
+        splits=manifest.splits,
+        limit=manifest.limit,
+        sample=manifest.sample,
         protocol=protocol if isinstance(protocol, str) else None,
-        seed=manifest.get("seed"),
+        seed=manifest.seed,
         labels=labels,
         progress=False,
     )
@@ -94,7 +96,7 @@ def rebuild_options(build: Path, manifest: Mapping[str, Any], source: str, out: 
 def compare_with_rebuild(build: Path, source: str) -> list[Violation]:
     """Every difference between `build` and a rebuild from `source`, per config file and id."""
     manifest = recorded_manifest(build)
-    recipe = parse_recipe(manifest.get("recipe"), f"{build}/build.json recipe")
+    recipe = parse_recipe(manifest.recipe, f"{build}/build.json recipe")
     with tempfile.TemporaryDirectory(prefix="nabench-rebuild-") as tmp:
         out = Path(tmp) / "rebuild"
         run_recipe(recipe, rebuild_options(build, manifest, source, out))
@@ -104,19 +106,19 @@ def compare_with_rebuild(build: Path, source: str) -> list[Violation]:
     return found
 
 
-def model_configs(manifest: Mapping[str, Any]) -> frozenset[str]:
+def model_configs(manifest: Manifest) -> frozenset[str]:
     """Configs a model made after the build (question inference): a rebuild cannot make
     them, so they are left out of the comparison rather than reported as added."""
-    return frozenset(QI_CONFIGS) if manifest.get("question_inference") else frozenset()
+    return frozenset(QI_CONFIGS) if manifest.question_inference else frozenset()
 
 
-def _source_differences(manifest: Mapping[str, Any], rebuilt: Mapping[str, Any]) -> list[Violation]:
+def _source_differences(manifest: Manifest, rebuilt: Manifest) -> list[Violation]:
     out = []
-    mine = (manifest.get("source") or {}).get("splits") or {}
-    theirs = (rebuilt.get("source") or {}).get("splits") or {}
+    mine = manifest.source.splits if manifest.source else {}
+    theirs = rebuilt.source.splits if rebuilt.source else {}
     for split, record in theirs.items():
-        recorded = (mine.get(split) or {}).get("fingerprint") if isinstance(mine, dict) else None
-        if recorded != record.get("fingerprint"):
+        recorded = mine[split].fingerprint if split in mine else None
+        if recorded != record.fingerprint:
             out.append(
                 Violation(
                     "build.json",

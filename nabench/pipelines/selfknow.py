@@ -30,6 +30,7 @@ from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, write_stats
 from nabench.llm.options import open_backend
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, build_protocol
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import Protocol
 from nabench.selfknow.classify import (
     ClassificationResult,
@@ -49,11 +50,17 @@ from nabench.selfknow.recipe import SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, fmt_score, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
 from nabench.stage.cards import render_card, size_category
+from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, StagingArea, manifest_header, row_counts
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_selfknow
 
 SPLIT = "test"
+# What a self-knowledge build is for (croissant.json's data use cases).
+SELFKNOW_USES = (
+    "Studying whether a model knows which tasks it can and cannot do (the self-knowledge "
+    "study), from tasks the model itself wrote and its own verdicts.",
+)
 CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
 
 
@@ -269,7 +276,7 @@ def _stage(
             _write_reports(area.folder("report"), study.recipe, frame, metrics, study.taxonomy)
 
         with clock("stage"):
-            area.commit(readme, manifest)
+            area.commit(readme, manifest, CardFacts(uses=SELFKNOW_USES))
     return run
 
 
@@ -407,7 +414,7 @@ def _scores(metrics: SelfKnowledgeMetrics) -> dict[str, Any]:
 
 def _manifest(
     study: Study, run: SelfKnowRun, counts: dict[str, dict[str, int]], protocol: Protocol | None
-) -> dict[str, Any]:
+) -> Manifest:
     generation, classification = run.generation, run.classification
     first = generation.tasks.column("generator_model").to_pylist()[:1]
     cls_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
@@ -429,7 +436,7 @@ def _manifest(
     }
     if protocol is not None:
         manifest["protocol"] = protocol.record()
-    return manifest
+    return Manifest.model_validate(manifest)
 
 
 def _readme_renderer(study: Study, run: SelfKnowRun, counts: dict[str, dict[str, int]]) -> Any:

@@ -4,7 +4,7 @@ build.json / card parts the item builds (NA variants, artifacts) assemble the sa
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from nabench.audit.eligibility import Audit, exclusion_counts
 from nabench.core.errors import NabenchError
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import Protocol, get_protocol
 from nabench.sources import LoadedSplit, Source
 from nabench.sources.sample import select_items
@@ -162,7 +163,7 @@ def item_manifest_outcome(
 
 
 def item_card_parts(
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     source: Source,
     configs: list[dict[str, Any]],
     infos: list[dict[str, Any]],
@@ -173,9 +174,9 @@ def item_card_parts(
     """The Hub front matter of a multiple-choice build (NA variants, artifacts) and the card
     context keys they share, read from the manifest (a card re-rendered from an older build.json
     says what that build was); `summary` begins the text for a recipe without a description."""
-    recipe = manifest["recipe"]
+    recipe = manifest.recipe
     source_id = recipe["source"].get("hub_id") or source.hub_id
-    n_rows = max((sum(c.values()) for c in manifest["counts"].values()), default=0)
+    n_rows = max((sum(c.values()) for c in manifest.counts.values()), default=0)
     metadata = {
         "license": source.license,
         "language": [source.language],
@@ -191,12 +192,12 @@ def item_card_parts(
     context = {
         "pretty_name": metadata["pretty_name"],
         "summary": recipe.get("description") or f"{summary} of {source.pretty_name}.",
-        "nabench_version": manifest["nabench_version"],
+        "nabench_version": manifest.nabench_version,
         "recipe_name": recipe["name"],
         "recipe_version": recipe["version"],
-        "seed": manifest["seed"],
+        "seed": manifest.seed,
         "source_id": source_id,
-        "source_config": manifest["source"]["config"] or "default",
+        "source_config": (manifest.source and manifest.source.config) or "default",
         "license": source.license,
         "citation": source.citation,
     }

@@ -9,7 +9,6 @@ A team pushes the result to an internal remote with `git push --follow-tags`.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -27,6 +26,7 @@ from nabench.publish.plan import (
     make_plan,
     sha256_bytes,
 )
+from nabench.schemas.manifest import manifest_from_bytes, previous_manifest
 
 BRANCH = "main"
 _ENV = {
@@ -121,11 +121,7 @@ def remote_state(repo: Path) -> RemoteState:
             return None
         return _git(repo, "show", f"{head}:{name}").stdout.decode("utf-8")
 
-    text = show(MANIFEST)
-    try:
-        manifest = json.loads(text) if text else None
-    except json.JSONDecodeError:
-        manifest = None
+    manifest = previous_manifest(show(MANIFEST), f"{repo}:{MANIFEST}")
     return RemoteState(head, files, tags, show(README), manifest)
 
 
@@ -299,8 +295,9 @@ def _verify_tree(repo: Path, tree: str, entries: dict[str, tuple[str, str]]) -> 
             f"{', '.join(map(repr, odd[:3]))}; nothing was published"
         )
     blobs = _blobs(repo, [oid for _, oid in found.values()])
-    manifest = json.loads(blobs[found[MANIFEST][1]]) if MANIFEST in found else {}
-    for rel, digest in (manifest.get("files") or {}).items():
+    recorded = blobs[found[MANIFEST][1]] if MANIFEST in found else None
+    listed = {} if recorded is None else manifest_from_bytes(recorded, f"{repo}:{MANIFEST}").files
+    for rel, digest in listed.items():
         data = blobs.get(found[rel][1]) if rel in found else None
         actual = None if data is None else (card_sha256 if rel == README else sha256_bytes)(data)
         if actual != digest:

@@ -6,13 +6,13 @@ The token is never read, printed, logged or stored here: `HfApi` finds it itself
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nabench.publish.plan import MANIFEST, README, PublishError, PublishPlan, RemoteState, make_plan
 from nabench.publish.preflight import hub_error
+from nabench.schemas.manifest import previous_manifest
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
@@ -52,13 +52,7 @@ def remote_state(api: Any, repo_id: str) -> RemoteState:
         path = api.hf_hub_download(repo_id, name, repo_type=REPO_TYPE, revision=head)
         return Path(path).read_text(encoding="utf-8")
 
-    manifest_text = fetch(MANIFEST)
-    manifest = None
-    if manifest_text:
-        try:
-            manifest = json.loads(manifest_text)
-        except json.JSONDecodeError:
-            manifest = None
+    manifest = previous_manifest(fetch(MANIFEST), f"{repo_id}:{MANIFEST}")
     return RemoteState(head, files, tags, fetch(README), manifest)
 
 

@@ -8,7 +8,6 @@ description of the target's current state, and returns the operations. Targets (
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +16,19 @@ from typing import Any
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
 from nabench.core.errors import NabenchError
 from nabench.core.version import release_version
+from nabench.schemas.manifest import (
+    MANIFEST,
+    Manifest,
+    SourceRecord,
+    manifest_from_bytes,
+    parse_manifest,
+)
 from nabench.stage.cards import finalize_card
 from nabench.stage.croissant import CROISSANT, released_croissant
 from nabench.stage.exports import HubData, LmEvalSpec, lm_eval_files
 from nabench.validate import validate_path
 from nabench.validate.kinds import NA_SIDE_CONFIGS  # no benchmark rows of their own
 
-MANIFEST = "build.json"
 README = "README.md"
 # Files a target keeps although the staged tree lacks them (the Hub creates .gitattributes
 # with the repository; deleting it would change how later uploads are stored).
@@ -42,7 +47,7 @@ class RemoteState:
     files: tuple[str, ...] = ()
     tags: frozenset[str] = frozenset()
     readme: str | None = None
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     known: bool = True  # False for a dry run that did not contact the target
 
 
@@ -109,21 +114,22 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_manifest(staged: Path) -> dict[str, Any]:
+def read_manifest(staged: Path) -> Manifest:
+    """build.json of a staged build, with the bounded loader (one line if it is not one)."""
     path = staged / MANIFEST
     if not path.is_file():
         raise PublishError(f"{staged}: no {MANIFEST} (not a nabench build folder)")
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise PublishError(f"{path}: invalid JSON ({exc})") from None
-    if not isinstance(manifest.get("files"), dict):
+        manifest = manifest_from_bytes(path.read_bytes(), str(path))
+    except NabenchError as exc:
+        raise PublishError(str(exc)) from None
+    if "files" not in manifest.model_fields_set:
         raise PublishError(f"{path}: lacks the 'files' map of sha256 hashes")
     return manifest
 
 
-def resolve_version(manifest: Mapping[str, Any], version: str | None) -> str:
-    chosen = version or (manifest.get("recipe") or {}).get("version")
+def resolve_version(manifest: Manifest, version: str | None) -> str:
+    chosen = version or manifest.recipe_version
     if not chosen:
         raise PublishError("no version: the manifest has no recipe.version; pass --version")
     chosen = str(chosen).removeprefix("v")
@@ -134,9 +140,9 @@ def resolve_version(manifest: Mapping[str, Any], version: str | None) -> str:
     return chosen
 
 
-def staged_files(staged: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
+def staged_files(staged: Path, manifest: Manifest) -> dict[str, bytes]:
     """Every staged file, checked against the manifest: the tree is exactly what was built."""
-    expected: dict[str, str] = dict(manifest["files"])
+    expected = dict(manifest.files)
     found: dict[str, bytes] = {}
     for path in sorted(staged.rglob("*")):
         rel = path.relative_to(staged).as_posix()
@@ -163,13 +169,12 @@ def staged_files(staged: Path, manifest: Mapping[str, Any]) -> dict[str, bytes]:
     return found
 
 
-def check_publishable(staged: Path, manifest: Mapping[str, Any]) -> None:
+def check_publishable(staged: Path, manifest: Manifest) -> None:
     """A release holds rows and passes `nabench validate`; anything else is refused."""
-    counts = manifest.get("counts") or {}
     rows = sum(
-        int(n)
-        for config, per in counts.items()
-        if config not in NA_SIDE_CONFIGS and isinstance(per, Mapping)
+        n
+        for config, per in manifest.counts.items()
+        if config not in NA_SIDE_CONFIGS
         for n in per.values()
     )
     if rows == 0:
@@ -227,8 +232,9 @@ def make_plan(
         # Only the card's and tasks' hashes change; the rest of the manifest stays as built.
         tasks = _hashes(files, [p for p in notes if p != README])
         card_hash = {README: card_sha256(files[README])} if README in files else {}
-        updated = {**manifest, "files": {**manifest["files"], **tasks, **card_hash}}
-        raw_manifest = (json.dumps(updated, indent=2, default=str) + "\n").encode("utf-8")
+        updated = parse_manifest(manifest.record(), MANIFEST)
+        updated.files = {**manifest.files, **tasks, **card_hash}
+        raw_manifest = updated.to_bytes()
         notes[MANIFEST] = f"hash(es) of {', '.join(sorted(notes))} updated"
         if README in files:
             files[README] = seal_card(files[README].decode("utf-8"), raw_manifest).encode("utf-8")
@@ -238,10 +244,9 @@ def make_plan(
         for p, data in sorted(files.items())
     )
     deletes = tuple(sorted(p for p in remote.files if p not in files and p not in KEEP))
-    recipe = manifest.get("recipe") or {}
     message = (
-        f"Release {tag}: {recipe.get('name', staged.name)} "
-        f"(nabench {manifest.get('nabench_version', '?')})"
+        f"Release {tag}: {manifest.recipe.get('name', staged.name)} "
+        f"(nabench {manifest.nabench_version or '?'})"
     )
     return PublishPlan(
         repo_id=repo_id,
@@ -257,10 +262,10 @@ def make_plan(
 
 
 def _pin_lm_eval_tasks(
-    files: dict[str, bytes], manifest: Mapping[str, Any], repo_id: str, tag: str
+    files: dict[str, bytes], manifest: Manifest, repo_id: str, tag: str
 ) -> dict[str, str]:
     """Rewrite the build's lm-eval tasks to read `repo_id` at `tag` instead of local paths."""
-    if not manifest.get("lm_eval"):
+    if not manifest.lm_eval:
         return {}
     pinned = lm_eval_files(LmEvalSpec.from_manifest(manifest), HubData(repo_id, tag))
     changed = {p: data for p, data in pinned.items() if files.get(p) != data}
@@ -283,17 +288,13 @@ def _hashes(files: Mapping[str, bytes], paths: Iterable[str]) -> dict[str, str]:
     return {p: sha256_bytes(files[p]) for p in paths}
 
 
-def _description(
-    manifest: Mapping[str, Any], adds: Iterable[PlannedFile], deletes: Iterable[str]
-) -> str:
-    counts = manifest.get("counts") or {}
+def _description(manifest: Manifest, adds: Iterable[PlannedFile], deletes: Iterable[str]) -> str:
+    source = manifest.source or SourceRecord()
     lines = [
-        f"seed {manifest.get('seed')}, source "
-        f"{(manifest.get('source') or {}).get('dataset')} "
-        f"({(manifest.get('source') or {}).get('location')})",
+        f"seed {manifest.seed}, source {source.dataset} ({source.location})",
         *(
             f"{cfg}: " + ", ".join(f"{s}={n}" for s, n in per.items())
-            for cfg, per in counts.items()
+            for cfg, per in manifest.counts.items()
         ),
         f"{len(list(adds))} file(s) written, {len(list(deletes))} deleted",
     ]

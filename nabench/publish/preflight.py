@@ -13,6 +13,7 @@ from typing import Any
 
 from nabench.core.console import say
 from nabench.publish.plan import PublishError
+from nabench.schemas.manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -85,18 +86,15 @@ def hub_identity(api: Any) -> HubIdentity:
     return HubIdentity(str(info.get("name")), orgs)
 
 
-def resolve_repo_id(
-    explicit: str | None, manifest: Mapping[str, Any], identity: HubIdentity
-) -> str:
+def resolve_repo_id(explicit: str | None, manifest: Manifest, identity: HubIdentity) -> str:
     """--repo-id, else the recipe's `publish.repo_id` if the token may write there, else
     `<token owner>/<recipe name>`: never an organisation the user does not belong to."""
     if explicit:
         return explicit
-    recipe = manifest.get("recipe") or {}
-    wanted = str((recipe.get("publish") or {}).get("repo_id") or "")
+    wanted = manifest.repo_id or ""
     if wanted and wanted.split("/", 1)[0] in identity.namespaces:
         return wanted
-    repo_id = f"{identity.name}/{recipe.get('name') or 'nabench-build'}"
+    repo_id = f"{identity.name}/{manifest.recipe_name or 'nabench-build'}"
     if wanted:
         say(
             f"the recipe's publish.repo_id {wanted} is not in a namespace of {identity.name}; "

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from nabench.audit.redux import flagged_total
 from nabench.schemas.derive import croissant_type, model_croissant_type
 from nabench.schemas.kinds import ROW_KINDS
+from nabench.schemas.manifest import Manifest
 from nabench.sources import SOURCES
 from nabench.stage.cards.context import labeler_lines
 from nabench.validate.croissant import CROISSANT
@@ -42,43 +43,24 @@ __all__ = [
 PARQUET = "application/x-parquet"
 CONFORMS_TO = ("http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0")
 
-# What each build kind is for (the cards' summaries say the same in prose).
-USES: dict[str, tuple[str, ...]] = {
-    "na": (
-        "Evaluating multiple-choice models on None-of-the-above / All-of-the-above perturbations "
-        "of the source items against the unchanged `original` config (paired by `id`).",
-        "Not for training: the items are (perturbed) test items of a public benchmark.",
-    ),
-    "artifacts": (
-        "Measuring answer-only and other prompt-artifact shortcuts of multiple-choice models.",
-        "Not for training: the items are test items of a public benchmark.",
-    ),
-    "na-train": (
-        "Fine-tuning (SFT / DPO) on None-of-the-above items, decontaminated against the "
-        "evaluation splits named in build.json.",
-    ),
-    "selfknow": (
-        "Studying whether a model knows which tasks it can and cannot do (the self-knowledge "
-        "study), from tasks the model itself wrote and its own verdicts.",
-    ),
-}
-
 
 @dataclass(frozen=True)
 class CardFacts:
-    """What a card states that the manifest does not hold as data (its limitations)."""
+    """What a card states that the manifest does not hold as data: its limitations, and what
+    the build is for (each kind's pipeline says; the cards' summaries say the same in prose)."""
 
     limitations: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
 
 
-def partial_build_lines(manifest: Mapping[str, Any]) -> list[str]:
+def partial_build_lines(manifest: Manifest) -> list[str]:
     """The limitations of a build made from part of its source (--limit / --sample)."""
     lines = []
-    if manifest.get("limit"):
-        lines.append(f"Built from the first {manifest['limit']} items per split only (--limit).")
-    if manifest.get("sample"):
+    if manifest.limit:
+        lines.append(f"Built from the first {manifest.limit} items per split only (--limit).")
+    if manifest.sample:
         lines.append(
-            f"Built from a seeded sample of {manifest['sample']} of the items per split that "
+            f"Built from a seeded sample of {manifest.sample} of the items per split that "
             "passed the eligibility audit, stratified by subject (--sample); the exclusions "
             "above are the sample's own (none from the audit)."
         )
@@ -87,7 +69,7 @@ def partial_build_lines(manifest: Mapping[str, Any]) -> list[str]:
 
 def croissant_json(
     tables: Sequence[StagedTable],
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     hashes: Mapping[str, str],
     front_matter: Mapping[str, Any],
     facts: CardFacts | None = None,
@@ -95,14 +77,14 @@ def croissant_json(
     """The bytes of croissant.json (deterministic: same build, same bytes; no dates)."""
     import mlcroissant as mlc
 
-    recipe: Mapping[str, Any] = manifest.get("recipe") or {}
+    recipe = manifest.recipe
     metadata = mlc.Metadata(
         name=str(recipe.get("name") or front_matter.get("pretty_name") or "nabench-build"),
         description=str(recipe.get("description") or front_matter.get("pretty_name") or ""),
-        version=None if recipe.get("version") is None else str(recipe["version"]),  # SemVer
+        version=manifest.recipe_version,  # SemVer
         license=_as_list(front_matter.get("license")),
         cite_as=_citation(manifest),
-        url=_url(recipe),
+        url=_hub_url(manifest.repo_id) if manifest.repo_id else None,
         keywords=_as_list(front_matter.get("tags")),
         in_language=_as_list(front_matter.get("language")),
         conforms_to=list(CONFORMS_TO),
@@ -133,19 +115,10 @@ def _as_list(value: Any) -> list[str] | None:
     return [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
 
 
-def _source(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
-    source = manifest.get("source")
-    return source if isinstance(source, Mapping) else {}
-
-
-def _citation(manifest: Mapping[str, Any]) -> str | None:
-    source = SOURCES.get(str(_source(manifest).get("dataset")))
+def _citation(manifest: Manifest) -> str | None:
+    dataset = None if manifest.source is None else manifest.source.dataset
+    source = SOURCES.get(str(dataset))
     return None if source is None else source.citation
-
-
-def _url(recipe: Mapping[str, Any]) -> str | None:
-    repo = (recipe.get("publish") or {}).get("repo_id")
-    return _hub_url(str(repo)) if repo else None
 
 
 def _file_object(mlc: Any, st: StagedTable, hashes: Mapping[str, str]) -> mlc.FileObject:
@@ -233,9 +206,8 @@ def _row_model(schema: pa.Schema) -> type[BaseModel] | None:
     return best if names & set(best.model_fields) else None
 
 
-def rai_fields(manifest: Mapping[str, Any], facts: CardFacts) -> dict[str, Any]:
+def rai_fields(manifest: Manifest, facts: CardFacts) -> dict[str, Any]:
     """The Responsible-AI properties, each read from the manifest (or the card's facts)."""
-    kind = str(manifest.get("kind") or "")
     limitations = list(facts.limitations) or partial_build_lines(manifest)
     return {
         "data_collection": _collection(manifest),
@@ -246,7 +218,7 @@ def rai_fields(manifest: Mapping[str, Any], facts: CardFacts) -> dict[str, Any]:
         "data_limitations": limitations or None,
         "data_biases": _biases(manifest) or None,
         "personal_sensitive_information": [_sensitive(manifest)],
-        "data_use_cases": list(USES.get(kind, ())) or None,
+        "data_use_cases": list(facts.uses) or None,
         "data_release_maintenance_plan": (
             "Releases are immutable tagged versions (v<recipe version>); build.json records "
             "the recipe, seed and sha256 of every file, the card's changelog what changed."
@@ -254,47 +226,43 @@ def rai_fields(manifest: Mapping[str, Any], facts: CardFacts) -> dict[str, Any]:
     }
 
 
-def _collection(manifest: Mapping[str, Any]) -> str:
-    source = _source(manifest)
-    if not source:
+def _collection(manifest: Manifest) -> str:
+    source = manifest.source
+    if source is None:
         models = ", ".join(_models(manifest)) or "unknown"
-        return f"Generated by nabench {manifest.get('nabench_version')} with model(s) {models}."
-    splits = source.get("splits") or {}
+        return f"Generated by nabench {manifest.nabench_version} with model(s) {models}."
     per_split = "; ".join(
-        f"{split}: {m.get('rows_used')} of {m.get('rows_read')} rows read from {m.get('origin')}"
-        f" (fingerprint {m.get('fingerprint')})"
-        for split, m in splits.items()
-        if isinstance(m, Mapping)
+        f"{split}: {m.rows_used} of {m.rows_read} rows read from {m.origin}"
+        f" (fingerprint {m.fingerprint})"
+        for split, m in source.splits.items()
     )
     return (
-        f"Items of {source.get('dataset')} read from {source.get('location')} "
-        f"(config {source.get('config') or 'default'}, revision "
-        f"{source.get('revision') or 'unpinned'}) by nabench {manifest.get('nabench_version')}"
+        f"Items of {source.dataset} read from {source.location} "
+        f"(config {source.config or 'default'}, revision "
+        f"{source.revision or 'unpinned'}) by nabench {manifest.nabench_version}"
         + (f"; {per_split}." if per_split else ".")
     )
 
 
-def _raw_data(manifest: Mapping[str, Any]) -> str | None:
-    source = _source(manifest)
-    if not source:
+def _raw_data(manifest: Manifest) -> str | None:
+    source = manifest.source
+    if source is None:
         return None
-    revision = source.get("revision")
-    return str(source.get("location")) + (f"@{revision}" if revision else "")
+    revision = source.revision
+    return str(source.location) + (f"@{revision}" if revision else "")
 
 
-def _preprocessing(manifest: Mapping[str, Any]) -> list[str]:
-    recipe: Mapping[str, Any] = manifest.get("recipe") or {}
-    lines = [f"Every random choice is seeded per item from seed {manifest.get('seed')}."]
-    exclusions = manifest.get("exclusions")
-    if isinstance(exclusions, Mapping):
-        by_reason = exclusions.get("by_reason") or {}
-        reasons = ", ".join(f"{r}: {n}" for r, n in by_reason.items()) or "none"
+def _preprocessing(manifest: Manifest) -> list[str]:
+    lines = [f"Every random choice is seeded per item from seed {manifest.seed}."]
+    exclusions = manifest.exclusions
+    if exclusions is not None:
+        reasons = ", ".join(f"{r}: {n}" for r, n in exclusions.by_reason.items()) or "none"
         lines.append(
-            f"Eligibility audit: {exclusions.get('total', 0)} item(s) quarantined into the "
+            f"Eligibility audit: {exclusions.total} item(s) quarantined into the "
             f"`excluded` config, by reason: {reasons}."
         )
-    redux = manifest.get("redux")
-    if isinstance(redux, Mapping):
+    redux = manifest.redux
+    if redux is not None:
         lines.append(
             f"MMLU-Redux audit ({redux['location']}, revision {redux.get('revision') or 'unpinned'}"
             f"): {redux['joined']} of {redux['rows']} Redux rows joined to items on subject, "
@@ -302,63 +270,63 @@ def _preprocessing(manifest: Mapping[str, Any]) -> list[str]:
             f"{flagged_total(redux)} item(s) quarantined as redux_<error_type> for "
             f"{', '.join(redux['flag'])}."
         )
-    for spec in recipe.get("variants") or []:
+    for spec in manifest.recipe.get("variants") or []:
         params = ", ".join(f"{k}={json.dumps(v)}" for k, v in spec.items() if k != "kind")
         lines.append(f"Perturbation `{spec.get('kind')}`" + (f": {params}." if params else "."))
-    for name, info in (manifest.get("prompt_types") or {}).items():
+    for name, info in (manifest.prompt_types or {}).items():
         lines.append(f"Prompt type `{name}`: {(info or {}).get('description', '')}")
-    if manifest.get("sampling"):
-        lines.append(f"Sampling: {json.dumps(manifest['sampling'], sort_keys=True)}.")
-    if manifest.get("decontamination"):
-        lines.append(f"Decontamination: {json.dumps(manifest['decontamination'], sort_keys=True)}.")
-    validation = manifest.get("validation")
-    if isinstance(validation, Mapping):
+    if manifest.sampling:
+        lines.append(f"Sampling: {json.dumps(manifest.sampling, sort_keys=True)}.")
+    if manifest.decontamination:
+        lines.append(f"Decontamination: {json.dumps(manifest.decontamination, sort_keys=True)}.")
+    validation = manifest.validation
+    if validation is not None:
         lines.append(
             f"Validated: {validation.get('violations')} violation(s) of {validation.get('rules')}."
         )
     return lines
 
 
-def _annotation(manifest: Mapping[str, Any]) -> list[str]:
-    labels = manifest.get("labels")
-    lines = labeler_lines(labels) if isinstance(labels, Mapping) else []
-    if manifest.get("redux"):
+def _annotation(manifest: Manifest) -> list[str]:
+    labels = manifest.labels
+    lines = labeler_lines(labels) if labels is not None else []
+    if manifest.redux:
         lines.append(
             "MMLU-Redux annotations (human re-annotation of MMLU test items) of every item "
             "joined, in the `redux` config: error_type, annotation source, correct answer."
         )
-    if manifest.get("classifier_models"):
+    if manifest.classifier_models:
         lines.append(
-            "Verdicts classified by model(s) " + ", ".join(manifest["classifier_models"]) + "."
+            "Verdicts classified by model(s) " + ", ".join(manifest.classifier_models) + "."
         )
     return lines
 
 
-def _models(manifest: Mapping[str, Any]) -> list[str]:
+def _models(manifest: Manifest) -> list[str]:
     """Every model that wrote or labeled rows of the build, as the manifest names them."""
-    labels = manifest.get("labels") or {}
+    labels = manifest.labels or {}
     found = [*(labels.get("models") or []), labels.get("model")]
-    found += [manifest.get("generator_model"), *(manifest.get("classifier_models") or [])]
-    found.append((manifest.get("model") or {}).get("model_id"))
+    found += [manifest.generator_model, *(manifest.classifier_models or [])]
+    found.append((manifest.model or {}).get("model_id"))
     return list(dict.fromkeys(str(m) for m in found if m))
 
 
-def _biases(manifest: Mapping[str, Any]) -> list[str]:
-    shares = manifest.get("letter_shares") or {}
+def _biases(manifest: Manifest) -> list[str]:
+    shares = manifest.letter_shares or {}
     lines = [
         f"Key letter shares {where}: "
         + ", ".join(f"{letter}={share:.1%}" for letter, share in sorted(per.items()))
         for where, per in shares.items()
     ]
     # An item build's `warnings` are its letter-share warnings (selfknow's are about its run).
-    return [*lines, *(manifest.get("warnings") or [])] if shares else lines
+    return [*lines, *(manifest.warnings or [])] if shares else lines
 
 
-def _sensitive(manifest: Mapping[str, Any]) -> str:
-    if _source(manifest):
+def _sensitive(manifest: Manifest) -> str:
+    if manifest.source is not None:
         return (
             f"nabench adds no personal or sensitive information; the items are those of "
-            f"{_source(manifest).get('dataset')} as published, not screened again for it."
+            f"{manifest.source.dataset} as published, not screened again for it."
         )
     return (
         "The rows are model-written tasks and verdicts; nabench adds no personal information "

@@ -12,7 +12,6 @@ Layout (what `push_to_hub` writes and `load_dataset` reads):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import shutil
@@ -30,6 +29,7 @@ from nabench.core.out_guard import OutLock, check_out, remove_stale, say
 from nabench.core.portable import portable_text, portable_tree
 from nabench.core.redact import redact, scrub
 from nabench.core.version import __version__
+from nabench.schemas.manifest import MANIFEST, Manifest, parse_manifest
 from nabench.schemas.tables import features_for
 from nabench.stage.cards.front_matter import split_front_matter
 from nabench.stage.croissant import CROISSANT, CardFacts, croissant_json
@@ -40,7 +40,6 @@ from nabench.stage.exports.lm_eval_tasks import (
     lm_eval_files,
 )
 
-MANIFEST = "build.json"
 WRITERS = min(4, os.cpu_count() or 1)  # StagingArea's background parquet writers
 
 
@@ -190,19 +189,23 @@ class StagingArea:
     def commit(
         self,
         render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
-        manifest: Mapping[str, Any],
+        manifest: Manifest,
         facts: CardFacts | None = None,
+        *,
+        lm_eval: bool = False,
     ) -> dict[str, str]:
         """Finish the tree and swap it into place; returns {relative path: sha256}.
 
-        `facts`: what the card states beyond the manifest, for croissant.json."""
+        `facts`: what the card states beyond the manifest, for croissant.json; `lm_eval`:
+        also write lm-eval tasks of the multiple-choice tables (the NA builds)."""
         configs, infos = hub_metadata(self.tables)
         # Credentials (key-like options, `user:key@` URLs) never reach a written file: masked
         # in the manifest, and any value masked there is scrubbed from the card too.
-        clean = redact(dict(manifest))
+        clean = redact(manifest.record())
         # Nor does a path of this machine: relative to the build, or `local:<name>`.
         local = portable_tree(clean.value, self.out)
-        spec = lm_eval_spec(self.tables, local.value)
+        written = parse_manifest(local.value, MANIFEST)
+        spec = lm_eval_spec(self.tables, written) if lm_eval else None
         readme_text = render_readme(configs, infos)  # while the writers finish
         if spec is not None:
             readme_text += lm_eval_card_section(spec)
@@ -217,17 +220,15 @@ class StagingArea:
             hashes[rel] = hashlib.sha256(data).hexdigest()
         front, _ = split_front_matter(readme)
         # From the portable manifest, and free text (the facts) scrubbed like the card.
-        croissant = croissant_json(self.tables, local.value, hashes, front, facts)
+        croissant = croissant_json(self.tables, written, hashes, front, facts)
         croissant = portable_text(croissant.decode("utf-8"), local.replaced, self.out).encode()
         (self.root / CROISSANT).write_bytes(croissant)
         hashes[CROISSANT] = hashlib.sha256(croissant).hexdigest()
         hashes["README.md"] = card_sha256(readme.encode("utf-8"))
-        full_manifest = {**local.value, "files": dict(sorted(hashes.items()))}
+        written.files = dict(sorted(hashes.items()))
         if spec is not None:
-            full_manifest["lm_eval"] = spec.to_json()
-        raw_manifest = (
-            json.dumps(full_manifest, indent=2, sort_keys=False, default=str) + "\n"
-        ).encode("utf-8")
+            written.lm_eval = spec.to_json()
+        raw_manifest = written.to_bytes()
         (self.root / MANIFEST).write_bytes(raw_manifest)
         # The card names build.json's digest, so the manifest is covered too (core.card_seal).
         (self.root / "README.md").write_bytes(seal_card(readme, raw_manifest).encode("utf-8"))
@@ -238,18 +239,14 @@ class StagingArea:
         return hashes
 
 
-def lm_eval_spec(tables: Sequence[StagedTable], manifest: Mapping[str, Any]) -> LmEvalSpec | None:
-    """The lm-eval tasks of an NA build: its multiple-choice tables, named after the recipe.
-
-    Artifact and self-knowledge builds carry their own prompts, not question/choices rows."""
-    if manifest.get("kind") != "na":
-        return None
-    recipe = manifest.get("recipe") or {}
-    name, version = recipe.get("name"), recipe.get("version")
+def lm_eval_spec(tables: Sequence[StagedTable], manifest: Manifest) -> LmEvalSpec | None:
+    """The lm-eval tasks of a build's multiple-choice tables, named after the recipe (None
+    for a manifest without a recipe name and version)."""
+    name, version = manifest.recipe_name, manifest.recipe_version
     if not name or not version:
         return None
     return LmEvalSpec.from_tables(
-        str(name), str(version), ((t.config, t.split, t.table.schema.names) for t in tables)
+        name, version, ((t.config, t.split, t.table.schema.names) for t in tables)
     )
 
 
@@ -313,7 +310,7 @@ def stage(
     out: Path,
     tables: list[StagedTable],
     render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     facts: CardFacts | None = None,
 ) -> dict[str, str]:
     """Write a whole repository tree atomically (see `StagingArea`); {path: sha256}."""

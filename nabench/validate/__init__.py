@@ -11,6 +11,7 @@ import pyarrow as pa
 from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
 from nabench.core.safe_load import UnsafeInput
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.tables import ARROW_SCHEMAS
 from nabench.validate.artifacts import check_artifacts, prompt_type_counts
 from nabench.validate.build_tree import (
@@ -161,7 +162,7 @@ def validate_build(root: Path, parse: Parse | None = None) -> ValidationReport:
         raise NabenchError(f"{root}: build.json names an unknown kind {kind!r}")
     unreadable = ValidationReport()
     parts = read_parts(root, unreadable)
-    report = validate_parts(kind, parts, manifest or {}, parse)
+    report = validate_parts(kind, parts, manifest or Manifest(), parse)
     report.violations[:0] = [*tree, *unreadable.violations]
     return report
 

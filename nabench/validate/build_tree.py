@@ -17,11 +17,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_digest, card_sha256
-from nabench.core.safe_load import UnsafeInput, decode_utf8, load_json, load_yaml
+from nabench.core.safe_load import UnsafeInput, decode_utf8, load_yaml
+from nabench.schemas.manifest import MANIFEST, Manifest, ManifestError, manifest_from_bytes
 from nabench.validate.croissant import check_croissant
 from nabench.validate.invariants import Violation
 
-MANIFEST = "build.json"
 README = "README.md"
 _FRONT = re.compile(r"\A---\n(.*?\n)?---\n", re.S)
 _SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -37,7 +37,7 @@ def _safe_relpath(rel: str) -> bool:
     return bool(parts) and not Path(rel).is_absolute() and ".." not in parts
 
 
-def read_manifest(root: Path) -> tuple[dict[str, Any] | None, bytes, list[Violation]]:
+def read_manifest(root: Path) -> tuple[Manifest | None, bytes, list[Violation]]:
     """(manifest or None, its bytes, problems reading it)."""
     path = root / MANIFEST
     if not path.is_file():
@@ -55,13 +55,10 @@ def read_manifest(root: Path) -> tuple[dict[str, Any] | None, bytes, list[Violat
         )
     raw = path.read_bytes()
     try:
-        manifest = load_json(decode_utf8(raw, MANIFEST), MANIFEST)
-    except UnsafeInput as exc:
+        manifest = manifest_from_bytes(raw, MANIFEST)  # bounded loader, then the model
+    except (UnsafeInput, ManifestError) as exc:
         return None, raw, [_file_violation(MANIFEST, "manifest_readable", str(exc))]
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not isinstance(files, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
-    ):
+    if "files" not in manifest.model_fields_set:
         return (
             None,
             raw,
@@ -193,11 +190,9 @@ def build_kind(path: Path) -> str | None:
     if not manifest.is_file():
         return None
     try:
-        data = load_json(decode_utf8(manifest.read_bytes(), MANIFEST), MANIFEST)
-    except (OSError, UnsafeInput):
+        return manifest_from_bytes(manifest.read_bytes(), MANIFEST).kind
+    except (OSError, UnsafeInput, ManifestError):
         return None
-    kind = data.get("kind") if isinstance(data, dict) else None
-    return kind if isinstance(kind, str) else None
 
 
 def check_no_symlinks(root: Path) -> list[Violation]:
@@ -218,9 +213,9 @@ def check_build_tree(root: Path) -> list[Violation]:
     manifest, raw, problems = read_manifest(root)
     if manifest is None:
         return problems
-    files = manifest["files"]
+    files = manifest.files
     return [
         *check_files(root, files),
-        *check_card(root, raw, manifest.get("counts")),
+        *check_card(root, raw, manifest.counts),
         *check_croissant(root, files),
     ]

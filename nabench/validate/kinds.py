@@ -8,7 +8,7 @@ against the kind build.json declares, so editing `kind` never switches the row r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +20,7 @@ from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
 from nabench.perturb import BUILDERS
 from nabench.schemas.check import table_violations
+from nabench.schemas.manifest import Manifest
 from nabench.validate.artifacts import check_artifacts, prompt_type_counts
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
@@ -281,13 +282,13 @@ def read_parts(root: Path, report: ValidationReport) -> list[Part]:
 
 
 def validate_parts(
-    kind: str, parts: Sequence[ConfigTable], manifest: Mapping[str, Any], parse: Parse | None
+    kind: str, parts: Sequence[ConfigTable], manifest: Manifest, parse: Parse | None
 ) -> ValidationReport:
     """The validator of `kind` on tables read from disk (settings from the build's manifest)."""
     if kind == "na":
         return validate_na(parts)
     if kind == "artifacts":
-        return validate_artifacts(parts, text=str(manifest.get("text") or "stripped"))
+        return validate_artifacts(parts, text=manifest.text or "stripped")
     if kind == "selfknow":
         return validate_selfknow(parts)
     if parse is None:

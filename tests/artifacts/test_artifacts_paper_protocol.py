@@ -35,6 +35,7 @@ from nabench.pipelines.artifacts import build_artifacts
 from nabench.pipelines.question_inference import build_preset, infer_questions
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import get_protocol, protocols
 from nabench.validate import validate_path
 from nabench.validate.artifacts import check_artifacts
@@ -221,9 +222,9 @@ def test_step1_decodes_5_to_200_new_tokens_as_the_authors(
     assert (qi["min_tokens"], qi["max_tokens"]) == (5, 200)
     # a build recorded before the bounds existed decodes as its preset states them today
     old = {"name": "artifacts-paper", "artifacts": {"text": "raw", "qi_keep_missing": True}}
-    preset = build_preset({"protocol": old})
+    preset = build_preset(Manifest.model_validate({"protocol": old}))
     assert (preset.qi_step1_min_tokens, preset.qi_step1_max_tokens) == (5, 200)
-    assert build_preset({}).qi_step1_max_tokens == 96  # nabench's own
+    assert build_preset(Manifest()).qi_step1_max_tokens == 96  # nabench's own
 
 
 def test_step2_items_without_a_question_are_never_sent_and_score_the_credit(

@@ -21,6 +21,7 @@ from nabench.pipelines.question_inference import infer_questions
 from nabench.pipelines.rebuild import compare_with_rebuild
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.schemas.manifest import Manifest
 from nabench.validate import validate_path
 
 QI_CONFIGS = ("qi_step2", "qi_random_question", "qi_step1_outputs")
@@ -176,7 +177,7 @@ def test_question_inference_card_states_counts_and_what_happened_to_missing(
         "backend": "local", "model_id": "m", "max_tokens": 64, "items": 17, "inferred": 12,
         "missing": 5, "seed": 3, "derangement_within": "subject", "missing_kept": kept,
     }  # fmt: skip
-    card = readme_renderer(manifest, [])([], [])
+    card = readme_renderer(Manifest.model_validate(manifest), [])([], [])
     assert "for 17 item(s):\n12 inferred question(s), 5 without one" in card
     assert says in card and "derangement within each subject" in card
     assert "built-in method" not in card

@@ -13,6 +13,7 @@ import pytest
 from nabench.pipelines.na import build
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.schemas.manifest import Manifest
 from nabench.sources import get_source
 from nabench.validate import validate_path
 from nabench.validate.croissant import check_croissant, mlcroissant_problem
@@ -163,7 +164,9 @@ def test_chat_message_columns_are_sub_fields(tmp_path: Path) -> None:
         "seed": [7],
     }
     out = tmp_path / "sft"
-    manifest = {"kind": "na-train", "recipe": {"name": "t", "version": "1.0.0"}}
+    manifest = Manifest.model_validate(
+        {"kind": "na-train", "recipe": {"name": "t", "version": "1.0.0"}}
+    )
     with StagingArea(out) as area:
         area.add(StagedTable("sft", "train", pa.table(rows, schema=SFT_ARROW)))
         area.commit(lambda _c, _i: "---\nlicense: mit\n---\n", manifest)

@@ -16,6 +16,7 @@ from nabench.perturb.na_keyed import NAKeyed
 from nabench.pipelines.na import build
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions
+from nabench.schemas.manifest import Manifest
 from nabench.stage.hub_layout import StagedTable, StagingArea
 
 
@@ -38,7 +39,8 @@ def test_staging_area_commits_whole_tree_with_hashes(tmp_path: Path) -> None:
     with StagingArea(out) as area:
         for st in tables:
             area.add(st)
-        hashes = area.commit(lambda configs, infos: f"{len(configs)} configs\n", {"k": 1})
+        card = lambda configs, infos: f"{len(configs)} configs\n"  # noqa: E731
+        hashes = area.commit(card, Manifest.model_validate({"k": 1}))
     manifest = json.loads((out / "build.json").read_text())
     assert manifest["k"] == 1
     # The card is sealed with build.json's digest (a front-matter line), hashed without it.

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 from publish_helpers import build_mmlu
 
 from nabench.pipelines.rebuild import compare_with_rebuild
+from nabench.schemas.manifest import read_manifest_file
 from nabench.stage.cards import finalize_card, parse_changelog, split_front_matter
 
 
@@ -88,10 +89,8 @@ def test_rebuild_merges_previous_card(tmp_path: Path, mmlu_dir: Path) -> None:
 
 
 def test_finalize_is_idempotent(staged_v1: Path) -> None:
-    import json
-
     readme = (staged_v1 / "README.md").read_text()
-    manifest = json.loads((staged_v1 / "build.json").read_text())
+    manifest = read_manifest_file(staged_v1 / "build.json")
     once = finalize_card(readme, version="1.2.0", repo_id="a/b", manifest=manifest)
     twice = finalize_card(once, version="1.2.0", repo_id="a/b", manifest=manifest)
     assert once == twice

@@ -16,6 +16,7 @@ import yaml
 from safety_helpers import REPO, build_args, hidden, nabench, tree_bytes
 
 from nabench.core.out_guard import OutError, OutLock
+from nabench.schemas.manifest import Manifest
 from nabench.stage.hub_layout import StagedTable, StagingArea
 
 
@@ -96,7 +97,7 @@ def test_a_second_build_into_a_locked_target_fails_clearly(tmp_path: Path) -> No
         lock.release()
     with StagingArea(out) as area:  # free again
         area.add(StagedTable("cfg", "test", pa.table({"id": ["a"]})))
-        area.commit(lambda c, i: "card\n", {"nabench_version": "x"})
+        area.commit(lambda c, i: "card\n", Manifest(nabench_version="x"))
     assert hidden(tmp_path) == []
 
 

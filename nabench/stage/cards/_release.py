@@ -15,6 +15,7 @@ from typing import Any
 from packaging.version import Version
 
 from nabench.core.version import version_order
+from nabench.schemas.manifest import Manifest
 from nabench.stage.cards.front_matter import split_front_matter, with_front_matter
 
 LOADING = ("<!-- nabench:loading:start -->", "<!-- nabench:loading:end -->")
@@ -64,20 +65,16 @@ def parse_changelog(readme: str | None) -> dict[str, str]:
     return out
 
 
-def changelog_entry(
-    version: str, manifest: Mapping[str, Any], previous: Mapping[str, Any] | None
-) -> str:
+def changelog_entry(version: str, manifest: Manifest, previous: Manifest | None) -> str:
     """What this release changes relative to the previous release's manifest."""
-    recipe = manifest.get("recipe") or {}
     lines = [
-        f"- Built with nabench {manifest.get('nabench_version')} from recipe "
-        f"`{recipe.get('name')}` v{recipe.get('version')} (seed {manifest.get('seed')})."
+        f"- Built with nabench {manifest.nabench_version} from recipe "
+        f"`{manifest.recipe_name}` v{manifest.recipe_version} (seed {manifest.seed})."
     ]
     if previous is None:
         lines.append("- First release.")
         return "\n".join(lines)
-    old: dict[str, dict[str, int]] = previous.get("counts") or {}
-    new: dict[str, dict[str, int]] = manifest.get("counts") or {}
+    old, new = previous.counts, manifest.counts
     added = [c for c in new if c not in old]
     removed = [c for c in old if c not in new]
     if added:
@@ -93,21 +90,16 @@ def changelog_entry(
                 lines.append(
                     f"- `{cfg}/{split}`: {before if before is not None else 0} → {n} rows."
                 )
-    old_files = previous.get("files") or {}
     changed = sorted(
         p
-        for p, h in (manifest.get("files") or {}).items()
-        if p.endswith(".parquet") and old_files.get(p) not in (None, h)
+        for p, h in manifest.files.items()
+        if p.endswith(".parquet") and previous.files.get(p) not in (None, h)
     )
     if changed:
         lines.append("- Data files changed: " + ", ".join(f"`{p}`" for p in changed) + ".")
-    if (previous.get("seed"), (previous.get("recipe") or {}).get("version")) != (
-        manifest.get("seed"),
-        recipe.get("version"),
-    ):
+    if (previous.seed, previous.recipe_version) != (manifest.seed, manifest.recipe_version):
         lines.append(
-            f"- Previous release: recipe v{(previous.get('recipe') or {}).get('version')}, "
-            f"seed {previous.get('seed')}."
+            f"- Previous release: recipe v{previous.recipe_version}, seed {previous.seed}."
         )
     if len(lines) == 1:
         lines.append("- No change to the data.")
@@ -149,9 +141,9 @@ def finalize_card(
     *,
     version: str,
     repo_id: str,
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     previous_readme: str | None = None,
-    previous_manifest: Mapping[str, Any] | None = None,
+    previous_manifest: Manifest | None = None,
 ) -> str:
     """The card as published for `version` at `repo_id` on top of the previous release."""
     metadata, body = split_front_matter(readme)
@@ -172,16 +164,16 @@ def finalize_parts(
     *,
     version: str,
     repo_id: str,
-    manifest: Mapping[str, Any],
+    manifest: Manifest,
     previous_readme: str | None = None,
-    previous_manifest: Mapping[str, Any] | None = None,
+    previous_manifest: Manifest | None = None,
 ) -> str:
     """`finalize_card` for a card still in parts (metadata, body): no YAML round trip."""
     metadata = dict(metadata)
     if previous_readme:
         previous_meta, _ = split_front_matter(previous_readme, "the target's previous card")
         metadata = merge_metadata(previous_meta, metadata)
-    counts: dict[str, dict[str, int]] = manifest.get("counts") or {}
+    counts = manifest.counts
     config = next((c for c in counts if c.startswith("na_keyed")), next(iter(counts), "default"))
     split = next(iter(counts.get(config, {"test": 0})), "test")
     body = _replace(body, LOADING, loading_snippet(repo_id, version, config, split))

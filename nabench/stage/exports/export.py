@@ -6,15 +6,14 @@ at a revision: ``--revision``, or the release tag ``v<version>`` of its build.js
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
+from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
     GEN_TEMPLATE,
     TEMPLATE,
@@ -24,27 +23,19 @@ from nabench.stage.exports.lm_eval_tasks import (
     LocalData,
     lm_eval_files,
 )
-from nabench.stage.hub_layout import MANIFEST, swap_into_place
+from nabench.stage.hub_layout import swap_into_place
 
 __all__ = ["Exported", "export_lm_eval", "resolve_lm_eval_source"]
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        value: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise NabenchError(f"cannot read {path}: {exc}") from None
-    return value
-
-
-def _hub_manifest(repo_id: str, revision: str | None) -> dict[str, Any]:
+def _hub_manifest(repo_id: str, revision: str | None) -> Manifest:
     from huggingface_hub import hf_hub_download
 
     try:
         path = hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=revision)
     except Exception as exc:
         raise NabenchError(f"cannot read {MANIFEST} of {repo_id!r} at {revision}: {exc}") from None
-    return _read_json(Path(path))
+    return read_manifest_file(Path(path))
 
 
 def resolve_lm_eval_source(
@@ -57,7 +48,9 @@ def resolve_lm_eval_source(
             raise NabenchError("--revision applies to a Hub id, not a local build folder")
         if not (path / MANIFEST).is_file():
             raise NabenchError(f"{path}: no {MANIFEST} (not a nabench build folder)")
-        return LmEvalSpec.from_manifest(_read_json(path / MANIFEST)), LocalData(path.resolve())
+        return LmEvalSpec.from_manifest(read_manifest_file(path / MANIFEST)), LocalData(
+            path.resolve()
+        )
     if str(build).count("/") != 1:
         raise NabenchError(f"{build}: neither a build folder nor a Hub id (ORG/NAME)")
     manifest = _hub_manifest(str(build), revision)

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from nabench.core.errors import NabenchError
+from nabench.schemas.manifest import Manifest
 
 __all__ = [
     "LM_EVAL_DIR",
@@ -131,10 +132,9 @@ class LmEvalSpec:
         return cls(build, version, tuple((c, tuple(s)) for c, s in configs.items()))
 
     @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any]) -> LmEvalSpec:
+    def from_manifest(cls, manifest: Manifest) -> LmEvalSpec:
         """From a build.json written by a build that staged lm-eval tasks."""
-        section = manifest.get("lm_eval")
-        recipe = manifest.get("recipe") or {}
+        section, recipe = manifest.lm_eval, manifest.recipe
         if not isinstance(section, Mapping) or not section.get("configs"):
             raise NabenchError(
                 "the build's build.json has no lm_eval section (no multiple-choice configs, "
