@@ -148,17 +148,13 @@ def read_split(
 def _check_file_types(data_files: Sequence[Path], table: pa.Table) -> None:
     """A card's `dataset_info` makes `datasets` cast the data files' columns to its features:
     choices stored as numbers [1, 2, 3, 4] were built as the options '1'..'4' of every item.
-    Each parquet file's own column types are checked against what was loaded (footer only)."""
-    import pyarrow.parquet as pq
-
+    Each data file's own column types are checked against what was loaded: a parquet file's
+    footer, a JSON Lines file's types as Arrow infers them from its first block."""
     loaded = table.schema
     for f in data_files:
-        if f.suffix.lower() != ".parquet" or not f.is_file():
+        own = _own_schema(f)
+        if own is None:
             continue
-        try:
-            own = pq.read_schema(f)
-        except (OSError, pa.ArrowException) as exc:
-            raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
         for name in loaded.names:
             if name in own.names and _numbers_as_text(
                 own.field(name).type, loaded.field(name).type
@@ -167,6 +163,25 @@ def _check_file_types(data_files: Sequence[Path], table: pa.Table) -> None:
                     f"{f}: column {name!r} holds {own.field(name).type} but the card declares "
                     f"{loaded.field(name).type} (numbers are not read as text)"
                 )
+
+
+def _own_schema(f: Path) -> pa.Schema | None:
+    """The column types a data file itself holds (None: not parquet or JSON Lines)."""
+    import pyarrow.json as pa_json
+    import pyarrow.parquet as pq
+
+    suffix = f.suffix.lower()
+    if not f.is_file() or suffix not in {".parquet", ".json", ".jsonl"}:
+        return None
+    try:
+        if suffix == ".parquet":
+            return pq.read_schema(f)
+        with pa_json.open_json(f) as reader:  # reads one block, not the file
+            return reader.schema
+    except (OSError, pa.ArrowException) as exc:
+        if suffix != ".parquet":
+            return None  # a JSON array file (not JSON Lines): `datasets` read it, Arrow can't
+        raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
 
 
 def _is_text(t: pa.DataType) -> bool:

@@ -99,6 +99,25 @@ def test_numeric_choices_behind_a_card_are_refused(
     assert "test-00000-of-00001.parquet" in line and "int64" in line, line
 
 
+def test_numeric_choices_in_json_lines_behind_a_card_are_refused(
+    mmlu_dir: Path, tmp_path: Path, out: Path
+) -> None:
+    """The same source as JSON Lines (the card's data files renamed): `datasets` cast the
+    numbers to the card's text features just the same."""
+    source = tmp_path / "ints-jsonl"
+    (source / "all").mkdir(parents=True)
+    card = (mmlu_dir / "README.md").read_text(encoding="utf-8")
+    (source / "README.md").write_text(card.replace(".parquet", ".jsonl"), encoding="utf-8")
+    for path in sorted((mmlu_dir / "all").glob("*.parquet")):
+        rows = pq.read_table(path).to_pylist()
+        lines = [json.dumps({**r, "choices": [1, 2, 3, 4]}) for r in rows]
+        (source / "all" / f"{path.stem}.jsonl").write_text("\n".join(lines) + "\n")
+    line = _refused(
+        ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"), out, "'choices'"
+    )
+    assert "test-00000-of-00001.jsonl" in line and "int64" in line, line
+
+
 def test_a_null_subject_is_refused(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
     """A null subject was built: the item sat under `(none)`, outside every MMLU category."""
 
