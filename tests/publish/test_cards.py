@@ -136,8 +136,6 @@ def _alias_bomb(levels: int = 9) -> str:
 def test_an_alias_bomb_in_the_previous_card_is_refused(staged_v1: Path) -> None:
     """The target's previous card is merged into the new one: its alias bomb was carried into
     the release (as `&id001` anchors, 10**9 values for whatever expands them)."""
-    import json
-
     import pytest
 
     from nabench.core.errors import NabenchError
@@ -149,7 +147,7 @@ def test_an_alias_bomb_in_the_previous_card_is_refused(staged_v1: Path) -> None:
         make_plan(staged_v1, "a/b", remote=RemoteState(readme=bomb))
     # a previous card that is merely odd is still merged (its own keys kept)
     readme = (staged_v1 / "README.md").read_text()
-    manifest = json.loads((staged_v1 / "build.json").read_text())
+    manifest = read_manifest_file(staged_v1 / "build.json")
     previous = "---\npaperswithcode_id: &p mmlu-na\nother: *p\n---\nold body\n"
     card = finalize_card(readme, version="1.1.0", repo_id="a/b", manifest=manifest,
                          previous_readme=previous)  # fmt: skip
