@@ -165,7 +165,7 @@ def parse_manifest(data: Any, where: str) -> Manifest:
     if not isinstance(data, Mapping):
         raise ManifestError(f"{where}: not a JSON object")
     try:
-        return Manifest.model_validate(data)
+        return Manifest.model_validate(data, strict=True)  # "seed": true is not seed 1
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(top)"

@@ -61,6 +61,10 @@ def test_key_order_and_unknown_keys_are_kept() -> None:
         ("[" * 100_000 + "]" * 100_000, "nested deeper"),
         ('{"kind": "na", "counts": "lots", "files": {}}', "counts"),
         ('{"kind": "na", "seed": [1], "files": {}}', "seed"),
+        # never coerced: re-staged, they would be written back as other values
+        ('{"kind": "na", "seed": true, "files": {}}', "seed"),
+        ('{"kind": "na", "seed": "123", "files": {}}', "seed"),
+        ('{"kind": "na", "counts": {"original": {"test": 2.0}}, "files": {}}', "counts"),
         ("[1, 2]", "not a JSON object"),
     ],
 )
