@@ -353,7 +353,10 @@ def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:
     table = pa.concat_tables(tables, promote_options="permissive")
     for name in ("id", "source_id", "subject", "gold", "run", "config"):
         i = table.schema.get_field_index(name)
-        table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
+        column = table.column(name)
+        if pa.types.is_null(column.type):  # ARC has no subjects: Arrow cannot unify null dicts
+            column = column.cast(pa.string())
+        table = table.set_column(i, name, pc.dictionary_encode(column))
     table = table.unify_dictionaries().combine_chunks()
     front = ["run", "config"]
     return table.to_pandas().loc[:, [*front, *(c for c in table.column_names if c not in front)]]
