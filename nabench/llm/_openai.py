@@ -28,6 +28,7 @@ from nabench.core.redact import mask_url, scrub, url_secrets
 from . import _http_limits as bounds
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob
+from ._weights import declared_revision
 
 JsonMode = Literal["auto", "json_schema", "json_object"]
 # `owned_by` values of servers that only understand {"type": "json_object", "schema": ...}
@@ -109,7 +110,7 @@ class OpenAIBackend(Backend):
         # A server's weights cannot be fingerprinted from here: the revision is what the
         # user declares (`--option revision=...`, e.g. the commit of the weights it serves),
         # else None, and then two servers serving one model name are one model.
-        self._revision = None if revision is None else str(revision)
+        self._revision = declared_revision(revision)
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
         if json_mode not in ("auto", "json_schema", "json_object"):

@@ -27,7 +27,7 @@ from nabench.core.errors import NabenchError
 from ._models import default_hf_dir, model_id_from_path, repo_root
 from ._registry import register_backend
 from ._types import Backend, ChatRequest, Completion, TokenLogprob
-from ._weights import weights_fingerprint
+from ._weights import declared_revision, weights_fingerprint
 
 
 def vllm_cpu_env() -> dict[str, str]:
@@ -126,7 +126,7 @@ class VLLMBackend(Backend):
         # a Hub model id: vLLM's own `revision` option (a branch, tag or commit) says which
         # weights; a folder or file on disk is fingerprinted by content instead
         hub_revision = engine_options.get("revision")
-        self._hub_revision = None if hub_revision is None else str(hub_revision)
+        self._hub_revision = declared_revision(hub_revision)
         self._vllm = import_vllm()
         self.dtype = dtype or default_dtype()
         from vllm.sampling_params import StructuredOutputsParams

@@ -33,7 +33,13 @@ from pathlib import Path
 
 from nabench.core.errors import NabenchError
 
-__all__ = ["MODEL_FILE_SUFFIXES", "fingerprint_files", "model_files", "weights_fingerprint"]
+__all__ = [
+    "MODEL_FILE_SUFFIXES",
+    "declared_revision",
+    "fingerprint_files",
+    "model_files",
+    "weights_fingerprint",
+]
 
 PREFIX = "sha256:"
 MODEL_FILE_SUFFIXES = frozenset(
@@ -95,3 +101,15 @@ def weights_fingerprint(path: str | Path) -> str:
     except OSError as exc:
         raise NabenchError(f"cannot read the model weights at {p}: {exc.strerror or exc}") from None
     raise NabenchError(f"model weights not found: {p}")
+
+
+def declared_revision(value: object) -> str | None:
+    """A revision the user declared (`--option revision=...`), as text. `--option` values are
+    read as YAML, so an unquoted commit such as 0123456 arrives as the octal number 42798 and
+    `1_000` as 1000: recording str() of that would name other weights, so it is refused."""
+    if value is None or isinstance(value, str):
+        return value
+    raise NabenchError(
+        f"--option revision: {value!r} was read as a {type(value).__name__}, not text; "
+        "quote it (--option \"revision='0123456'\")"
+    )

@@ -134,3 +134,21 @@ def test_a_server_model_keeps_its_cache_keys_and_takes_a_declared_revision(
     # the declared checkpoint is asked itself, not answered from the undeclared one's cache
     assert (stats.calls, stats.cache_hits) == (1, 0) and len(server.posts) == 2
     assert (first[0].text, again[0].text) == ("Answer: A", "Answer: B")
+
+
+@pytest.mark.parametrize("raw", ["0123456", "1_000", "true"])
+def test_a_declared_revision_that_yaml_reads_as_no_text_is_refused(raw: str) -> None:
+    """`--option` values are YAML: an unquoted commit 0123456 arrived as the octal 42798, and
+    was recorded and keyed as the revision "42798" (other weights' name)."""
+    from nabench.cli.model_flags import parse_backend_options
+
+    options = parse_backend_options((f"revision={raw}",))
+    spec = ModelSpec(backend="openai", model="ckpt", base_url="http://127.0.0.1:9/v1",
+                     options=options)  # fmt: skip
+    with pytest.raises(NabenchError, match=r"revision: .* not text; quote it"):
+        open_backend(spec)
+    quoted = parse_backend_options((f"revision='{raw}'",))
+    spec = ModelSpec(backend="openai", model="ckpt", base_url="http://127.0.0.1:9/v1",
+                     options=quoted)  # fmt: skip
+    with open_backend(spec) as backend:
+        assert backend.revision == raw
