@@ -151,3 +151,28 @@ def test_a_release_pins_its_tasks_to_the_tag(mmlu_na: Path) -> None:
     for path, f in files.items():
         if path.startswith("lm_eval/"):  # the card is sealed (core.card_seal), hashed apart
             assert manifest["files"][path] == f.sha256, path
+
+
+@pytest.mark.parametrize(
+    ("configs", "says"),
+    [(5, "is not a mapping"), ({"original": 5}, "is not a list of splits"),
+     ({"original": "test"}, "is not a list of splits"),
+     ({"original": ["dev"]}, "names dev, not a config and split")],
+    ids=["number", "config-number", "split-string", "unbuilt-split"],
+)  # fmt: skip
+def test_export_refuses_a_hostile_lm_eval_section(
+    mmlu_na: Path, tmp_path: Path, configs: object, says: str
+) -> None:
+    """`lm_eval.configs: 5` ended in an internal error; `{"original": "test"}` wrote tasks with
+    `test_split: t` (the split name read letter by letter)."""
+    import shutil
+
+    build = tmp_path / "build"
+    shutil.copytree(mmlu_na, build)
+    manifest = json.loads((build / "build.json").read_text())
+    manifest["lm_eval"]["configs"] = configs
+    (build / "build.json").write_text(json.dumps(manifest))
+    res = CliRunner().invoke(main, ["export", "lm-eval", str(build), "--out", str(tmp_path / "t")])
+    assert res.exit_code != 0 and "internal error" not in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1 and says in res.output, res.output
+    assert not (tmp_path / "t").exists()

@@ -143,8 +143,34 @@ class LmEvalSpec:
         return cls(
             str(recipe.get("name") or section["group"]),
             str(section.get("version") or recipe.get("version") or "0"),
-            tuple((str(c), tuple(map(str, s))) for c, s in section["configs"].items()),
+            _recorded_configs(section["configs"], manifest.counts),
         )
+
+
+def _recorded_configs(
+    configs: object, counts: Mapping[str, Mapping[str, int]]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """build.json's `lm_eval.configs` ({config: [split, ...]}), each a config and split the
+    build holds (its `counts`): anything else is one error line, never tasks over a split
+    name read letter by letter or over a config that is not there."""
+    if not isinstance(configs, Mapping):
+        raise NabenchError("build.json: lm_eval.configs is not a mapping of config -> splits")
+    out = []
+    for config, splits in configs.items():
+        if (
+            not isinstance(splits, list)
+            or not splits
+            or not all(isinstance(s, str) for s in splits)
+        ):
+            raise NabenchError(f"build.json: lm_eval.configs.{config} is not a list of splits")
+        missing = [s for s in splits if s not in counts.get(str(config), {})]
+        if missing:
+            raise NabenchError(
+                f"build.json: lm_eval.configs.{config} names {', '.join(missing)}, "
+                "not a config and split the build's counts hold"
+            )
+        out.append((str(config), tuple(splits)))
+    return tuple(out)
 
 
 def _test_split(splits: Sequence[str]) -> str:
