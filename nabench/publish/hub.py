@@ -6,6 +6,7 @@ The token is never read, printed, logged or stored here: `HfApi` finds it itself
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,8 @@ def push(
         plan = make_plan(staged, repo_id, version=version, remote=state)
         step = f"committing to {repo_id}"
         info = _commit(api, repo_id, plan)
+        step = f"reading back commit {info.oid} of {repo_id}"
+        _check_committed(api, repo_id, plan, info.oid)  # a tag names only the validated tree
         step = f"tagging {info.oid} as {plan.tag} on {repo_id}"
         _tag(api, repo_id, plan, info.oid)
     except (HfHubHTTPError, httpx2.TransportError, OSError) as exc:
@@ -111,6 +114,41 @@ def _commit(api: Any, repo_id: str, plan: PublishPlan) -> Any:
                 f"(someone else committed); nothing was published, re-run to plan again"
             ) from None
         raise
+
+
+def _git_blob_id(data: bytes) -> str:
+    """The git object id of a file's bytes (what the Hub reports for a non-LFS file)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _check_committed(api: Any, repo_id: str, plan: PublishPlan, oid: str) -> None:
+    """The commit holds every planned file with exactly its bytes (LFS sha256 or git blob id)
+    and none the plan deleted; otherwise it stays untagged and publish says so."""
+    from huggingface_hub.hf_api import RepoFile
+
+    listed = api.list_repo_tree(repo_id, recursive=True, revision=oid, repo_type=REPO_TYPE)
+    tree = {f.path: f for f in listed if isinstance(f, RepoFile)}
+    for planned in plan.adds:
+        got = tree.get(planned.path)
+        if got is None:
+            wrong = "is missing"
+        elif got.lfs is not None:
+            sha = hashlib.sha256(planned.content).hexdigest()
+            wrong = "" if got.lfs.sha256 == sha else f"has LFS sha256 {got.lfs.sha256}"
+        else:
+            blob = _git_blob_id(planned.content)
+            wrong = "" if got.blob_id == blob else f"has blob {got.blob_id}, not {blob}"
+        if wrong:
+            raise PublishError(
+                f"{repo_id}: {planned.path} {wrong} in commit {oid}: not the validated file; "
+                f"the commit is on {BRANCH} untagged, nothing was released"
+            )
+    left = sorted(set(plan.deletes) & set(tree))
+    if left:
+        raise PublishError(
+            f"{repo_id}: commit {oid} still holds {left[0]}, which the release deletes; "
+            f"the commit is on {BRANCH} untagged, nothing was released"
+        )
 
 
 def _tag(api: Any, repo_id: str, plan: PublishPlan, oid: str) -> None:

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError
-from huggingface_hub.hf_api import CommitInfo, GitRefInfo, GitRefs
+from huggingface_hub.hf_api import CommitInfo, GitRefInfo, GitRefs, RepoFile
 
 from nabench.core.card_seal import card_digest, unsealed
 from nabench.publish import PublishError
@@ -69,12 +69,42 @@ def hub_api(tmp_path: Path, *, tags: tuple[str, ...] = ()) -> Any:
         return str(previous)
 
     api.hf_hub_download.side_effect = download
-    api.create_commit.return_value = CommitInfo(
-        commit_url=f"https://huggingface.co/datasets/{REPO_ID}/commit/{NEW}",
-        commit_message="m",
-        commit_description="",
-        oid=NEW,
-    )
+    committed: dict[str, bytes] = {}  # what this fake Hub stores: the commit's own bytes
+
+    def commit(repo_id: str, **kwargs: Any) -> CommitInfo:
+        for op in kwargs["operations"]:
+            if isinstance(op, CommitOperationAdd):
+                committed[op.path_in_repo] = op.path_or_fileobj
+            else:
+                committed[op.path_in_repo] = b""  # marked deleted below
+        return CommitInfo(
+            commit_url=f"https://huggingface.co/datasets/{REPO_ID}/commit/{NEW}",
+            commit_message="m",
+            commit_description="",
+            oid=NEW,
+        )
+
+    def tree(repo_id: str, **kwargs: Any) -> list[RepoFile]:
+        """The tree at the commit, as the Hub lists it: parquet in LFS (sha256), the rest as
+        git blobs (sha1 of the git object), written out here from the bytes committed."""
+        assert kwargs["revision"] == NEW and kwargs["recursive"]
+        deleted = {op.path_in_repo for op in api.create_commit.call_args.kwargs["operations"]
+                   if isinstance(op, CommitOperationDelete)}  # fmt: skip
+        files = {p: b"kept" for p in api.list_repo_files.return_value if p not in deleted}
+        files.update({p: d for p, d in committed.items() if p not in deleted})
+        out = []
+        for path, data in files.items():
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            lfs = None
+            if path.endswith(".parquet"):
+                sha = hashlib.sha256(data).hexdigest()
+                lfs = {"size": len(data), "oid": sha, "pointerSize": 130}
+            out.append(RepoFile(path=path, size=len(data), oid=blob, lfs=lfs))
+        return out
+
+    api.create_commit.side_effect = commit
+    api.list_repo_tree.side_effect = tree
+    api.committed = committed
     return api
 
 
@@ -188,3 +218,25 @@ def test_live_hub_release(staged_v1: Path) -> None:
             push(staged_v1, repo_id, api=api)
     finally:
         api.delete_repo(repo_id, repo_type="dataset", missing_ok=True)
+
+
+@pytest.mark.parametrize("target", ["README.md", "original/test-00000-of-00001.parquet"])
+def test_a_commit_whose_tree_is_not_the_validated_one_is_not_tagged(
+    staged_v1: Path, tmp_path: Path, target: str
+) -> None:
+    """Issue 24: publishing commits exactly the validated tree. The Hub is read back after
+    the commit; a file it holds with other bytes (a git blob or an LFS object) leaves the
+    commit untagged and publish says so."""
+    api = hub_api(tmp_path)
+    commit = api.create_commit.side_effect
+
+    def corrupting(repo_id: str, **kwargs: Any) -> CommitInfo:
+        info = commit(repo_id, **kwargs)
+        api.committed[target] = b"other bytes"
+        return info
+
+    api.create_commit.side_effect = corrupting
+    with pytest.raises(PublishError, match=rf"{target} has .* not the validated file; the "
+                       "commit is on main untagged"):  # fmt: skip
+        push(staged_v1, REPO_ID, api=api)
+    api.create_tag.assert_not_called()
