@@ -215,11 +215,19 @@ def _spearman_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float, str]:
     rho = float(sps.spearmanr(x, y).statistic)
     if x.size > EXACT_SPEARMAN_MAX_N:
         return rho, float(sps.spearmanr(x, y).pvalue), "t approximation"
+    ry = sps.rankdata(y)
+    ry = (ry - ry.mean()) / np.sqrt(((ry - ry.mean()) ** 2).sum())
+
+    def rho_of(a: np.ndarray, axis: int = -1) -> np.ndarray:
+        """Spearman's rho of each row of `a` with y: Pearson's r of average ranks (what
+        spearmanr computes), for a whole batch of permutations at once; one spearmanr call
+        per permutation took ~55 s for 8 models (8! pairings)."""
+        ra = sps.rankdata(a, axis=axis)
+        ra = ra - ra.mean(axis=axis, keepdims=True)
+        return np.sum(ra * ry, axis=axis) / np.sqrt(np.sum(ra * ra, axis=axis))
+
     res = sps.permutation_test(
-        (x,),
-        lambda a: sps.spearmanr(a, y).statistic,
-        permutation_type="pairings",
-        n_resamples=math.inf,
+        (x,), rho_of, permutation_type="pairings", n_resamples=math.inf, vectorized=True
     )
     return rho, float(res.pvalue), "exact"
 

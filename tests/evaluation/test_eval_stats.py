@@ -260,3 +260,23 @@ def test_kappa_properties(pair: tuple[list[str], list[str]], seed: int) -> None:
     if not math.isnan(ab.kappa):
         assert ab.kappa <= ab.agreement + 1e-12
         assert -1.0 <= ab.kappa <= 1.0
+
+
+def test_panel_exact_spearman_p_is_the_permutation_test_of_spearmanr() -> None:
+    """The panel's exact Spearman p (all n! pairings, batched) equals scipy's permutation test
+    of `spearmanr` itself, ties included; one spearmanr call per pairing took ~55 s at n = 8."""
+    from nabench.evaluation.panel import _spearman_p
+
+    rng = np.random.default_rng(7)
+    for n in (4, 5, 6, 7):
+        x = np.round(rng.random(n), 1)  # ties at one decimal
+        y = rng.integers(0, 4, n) / 4
+        if np.ptp(x) == 0 or np.ptp(y) == 0:
+            continue
+        rho, p, method = _spearman_p(x, y)
+        ref = sps.permutation_test(
+            (x,), lambda a: sps.spearmanr(a, y).statistic,  # noqa: B023
+            permutation_type="pairings", n_resamples=math.inf,
+        )  # fmt: skip
+        assert method == "exact" and rho == pytest.approx(sps.spearmanr(x, y).statistic)
+        assert p == pytest.approx(ref.pvalue, abs=1e-12), (n, x, y)
