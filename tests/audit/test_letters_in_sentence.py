@@ -1,6 +1,7 @@
 """Options that point at other options by letter *inside a longer sentence* (pattern file
 version 3), against sentences that use letters for things the stem defines. The phrasings are
-written for this test (no source rows are copied); `tests/na_build/test_letter_references.py`
+written for this test (no source rows are copied);
+`tests/na_build/test_audit_coverage.py::test_no_option_refers_to_options_inside_a_sentence`
 checks the full MMLU build."""
 
 from __future__ import annotations
