@@ -133,7 +133,7 @@ def _check_committed(api: Any, repo_id: str, plan: PublishPlan, oid: str) -> Non
         if got is None:
             wrong = "is missing"
         elif got.lfs is not None:
-            sha = hashlib.sha256(planned.content).hexdigest()
+            sha = planned.sha256  # the plan's own hash of these bytes (sha256_bytes)
             wrong = "" if got.lfs.sha256 == sha else f"has LFS sha256 {got.lfs.sha256}"
         else:
             blob = _git_blob_id(planned.content)
