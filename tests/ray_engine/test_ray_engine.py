@@ -1,10 +1,13 @@
-"""`--engine ray`: labeling through Ray Data LLM's HTTP processor on a local 2-CPU cluster,
-against two real llama.cpp servers (SmolLM2) on loopback.
+"""`--engine ray`: labeling through Ray Data LLM's HTTP processor on a local 2-CPU cluster.
 
 What is checked is what a researcher relies on: the labels equal the in-process engine's for
-the same model and requests; a re-run makes no model call; a driver killed with SIGKILL keeps
-every finished block and the re-run sends only the rest; a server stopped mid-run does not
-crash the job (its requests go to the other server, or end as invalid rows with the error).
+the same model and requests, against two real llama.cpp servers (SmolLM2) on loopback; a
+re-run makes no model call; a driver killed with SIGKILL keeps every finished block and the
+re-run sends only the rest; a server stopped mid-run does not crash the job (its requests go
+to the other server, or end as invalid rows with the error). The kill and the outage are the
+Ray engine's bookkeeping, not the model's: they run against scripted OpenAI-compatible
+servers on loopback (tests/fixtures/scripted.py), paced so the kill lands mid-run, and the
+driver killed is still a real process with its real local cluster.
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from fixtures.scripted import Scripted, chat_body, start_scripted_server
 
+from nabench.label.guideline import load_guideline
 from nabench.llm import local_server
 
 pytestmark = pytest.mark.slow
@@ -98,6 +104,18 @@ def test_ray_labels_equal_local_and_rerun_is_free(
         assert "127.0.0.1" not in path.read_text()
 
 
+def _label_respond() -> Callable[[str, dict[str, Any], int], tuple[int, Any]]:
+    """A scripted labeler: a valid verdict fixed by the item's text."""
+    rule = load_guideline().rule_ids[0]
+
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        applicable = zlib.crc32(body["messages"][-1]["content"].encode()) % 2 == 0
+        verdict = {"na_applicable": applicable, "rule": "none" if applicable else rule}
+        return 200, chat_body(json.dumps({**verdict, "rationale": "scripted"}))
+
+    return respond
+
+
 def _shard_rows(root: Path) -> int:
     total = 0
     for path in root.glob("*/*.parquet"):
@@ -109,9 +127,10 @@ def _shard_rows(root: Path) -> int:
 
 
 def test_sigkill_of_the_driver_keeps_finished_blocks(
-    endpoints: tuple[str, str], mmlu_dir: Path, tmp_path: Path
+    scripted_server: Callable[..., Scripted], mmlu_dir: Path, tmp_path: Path
 ) -> None:
-    first, second = endpoints
+    # each answer takes 1 s, so blocks finish one by one and the kill lands mid-run
+    first, second = (scripted_server(_label_respond(), delay_s=1.0).url for _ in range(2))
     cache = tmp_path / "cache.sqlite"
     shards = tmp_path / "cache.sqlite.ray-shards"
     out = tmp_path / "labels.parquet"
@@ -146,35 +165,35 @@ def test_sigkill_of_the_driver_keeps_finished_blocks(
 
 
 def test_a_server_stopped_mid_run_does_not_crash_the_job(
-    endpoints: tuple[str, str], mmlu_dir: Path, tmp_path: Path
+    scripted_server: Callable[..., Scripted], mmlu_dir: Path, tmp_path: Path
 ) -> None:
-    first, _ = endpoints
-    stop_after = threading.Event()
+    first = scripted_server(_label_respond(), delay_s=0.5).url
+    doomed, doomed_srv = start_scripted_server(_label_respond(), delay_s=0.5)
     shards = tmp_path / "cache.sqlite.ray-shards"
-    with local_server(n_threads=1) as doomed:
-        stopper_port = doomed.split(":")[-1].split("/")[0]
+    stop_after = threading.Event()
 
-        def stop_when_blocks_finish() -> None:
-            deadline = time.monotonic() + 600
-            while _shard_rows(shards) < 2 and time.monotonic() < deadline:
-                time.sleep(0.1)
-            # the server's process group is ours to stop: find it by its port
-            subprocess.run(["pkill", "-f", f"--port {stopper_port}"], check=False)
-            stop_after.set()
+    def stop_when_blocks_finish() -> None:
+        deadline = time.monotonic() + 600
+        while _shard_rows(shards) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        doomed_srv.shutdown()  # no more answers, and new connections are refused
+        doomed_srv.server_close()
+        stop_after.set()
 
-        stopper = threading.Thread(target=stop_when_blocks_finish, daemon=True)
-        stopper.start()
-        summary = _run(
-            _label_cmd(
-                mmlu_dir,
-                tmp_path / "labels.parquet",
-                tmp_path / "cache.sqlite",
-                first,
-                *_ray_flags(first, doomed, batch=2),
-                limit=12,
-            )
+    stopper = threading.Thread(target=stop_when_blocks_finish, daemon=True)
+    stopper.start()
+    summary = _run(
+        _label_cmd(
+            mmlu_dir,
+            tmp_path / "labels.parquet",
+            tmp_path / "cache.sqlite",
+            first,
+            *_ray_flags(first, doomed.url, batch=2),
+            limit=12,
         )
+    )
     assert stop_after.is_set()
+    assert doomed.posts  # it answered some requests before it stopped
     rows = _labels(tmp_path / "labels.parquet")
     assert len({r["id"] for r in rows}) == len(rows) == summary["n"] >= 10
     failed = summary["engine"]["failed_requests"]

@@ -270,16 +270,24 @@ def test_build_validates_before_writing_a_manifest(
     assert len(server.posts) == posts
 
 
-@pytest.mark.slow
-def test_nabench_build_selfknow_limit_push_and_load_back(tmp_path: Path, llama_cpp: Any) -> None:
+def test_nabench_build_selfknow_limit_push_and_load_back(
+    tmp_path: Path, scripted_server: Callable[..., Scripted]
+) -> None:
+    """The shipped recipe through `nabench build --push` and back (publishing mechanics: the
+    model is the scripted one on loopback; the real SmolLM2 run is the test above)."""
     import datasets
 
     out = tmp_path / "build"
     cache = tmp_path / "elsewhere" / "responses.sqlite"
     repo = tmp_path / "release.git"
+    server = scripted_server(responder())
+    model = [
+        "--set", "generator.backend=openai", "--set", f"generator.base_url={server.url}",
+        "--set", "generator.model=scripted-model", "--set", "generator.options={}",
+    ]  # fmt: skip
     result = CliRunner().invoke(
         main,
-        ["build", "selfknow", "--limit", "2", "--out", str(out), "--cache", str(cache),
+        ["build", "selfknow", "--limit", "2", "--out", str(out), "--cache", str(cache), *model,
          "--quiet", "--push", "--to", f"git:{repo}", "--repo-id", "org/selfknow"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -287,6 +295,7 @@ def test_nabench_build_selfknow_limit_push_and_load_back(tmp_path: Path, llama_c
     assert f"wrote {out}" in result.output and "excluded:" in result.output
     manifest = _check_output(out, 2 * 2 * 2, ["vanilla", "challenge"])
     assert manifest["n_per_class"] == 2 and manifest["limit"] == 2
+    assert manifest["generator_model"] == "scripted-model" and server.posts
     # outside the build: named, not located (no path of the building machine is published)
     assert manifest["cache"] == "local:responses.sqlite"
     assert manifest["stats"] == "local:build.stats.json"
