@@ -1,10 +1,14 @@
-"""`nabench build mmlu-na-train` for real with the local SmolLM2 model on 20 MMLU validation
-items: the four configs load with `datasets`, the invariants hold, a rerun makes no model
-call, a kill -9 mid-sampling resumes with only the missing samples, and TRL trains one step
-on each of `sft` and `dpo`.
+"""`nabench build mmlu-na-train` on 20 MMLU validation items: the four configs load with
+`datasets`, the invariants hold, a rerun makes no model call, a kill -9 mid-sampling resumes
+with only the missing samples, and TRL trains one step on each of `sft` and `dpo` (the real
+SmolLM2 weights).
 
-Model time is kept small with `--set`: 2 samples of at most 8 tokens (SmolLM2 often opens
-with the letter, "C. 12", which the protocol's parser reads), so some sets are mixed.
+The sampled answers come from a scripted OpenAI-compatible server on loopback: the subject
+here is the pipeline's own logic (plan, seeds, cache, mixed-set selection, staging), and a
+scripted answer is a letter fixed by the prompt and the sample's seed, so some sets are
+mixed, some all right, some all wrong, the same on every run. The real models sample
+na-train data in tests/ray_engine/test_engine_jobs.py (llama.cpp server, Ray) and every
+backend has its own end-to-end tests (tests/llm).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import math
 import shutil
 import subprocess
 import sys
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +27,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures.scripted import chat_body, start_scripted_server
 from sigkill import kill_after_rows
 
 from nabench.evaluation import parse_answer
@@ -37,11 +44,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 LIMIT = 20
 NOT_APPLICABLE = ("mmlu/all/validation/00003", "mmlu/all/validation/00007")
-SMALL = [
-    "--set", "sampler.n=2",
-    "--set", "sampler.max_tokens=8",
-    "--set", "sampler.options={n_threads: 1}",
-]  # fmt: skip
+SMALL = ["--set", "sampler.n=2", "--set", "sampler.max_tokens=8"]  # fmt: skip
 CONFIGS = ("sft", "dpo", "samples", "discarded")
 
 
@@ -54,12 +57,33 @@ def labels_file(path: Path) -> Path:
     return path
 
 
-def build_cmd(mmlu_dir: Path, out: Path, cache: Path, labels: Path, *extra: str) -> list[str]:
+def _answer(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+    """A letter fixed by the prompt and the sample's seed, in the form SmolLM2 often uses."""
+    letter = "ABCD"[zlib.crc32(f"{body['messages'][-1]['content']}{body['seed']}".encode()) % 4]
+    return 200, chat_body(f"{letter}. scripted")
+
+
+@pytest.fixture(scope="module")
+def sampler() -> Iterator[str]:
+    """The scripted sampler's URL (0.05 s an answer: a kill -9 lands mid-run)."""
+    state, srv = start_scripted_server(_answer, delay_s=0.05)
+    yield state.url
+    srv.shutdown()
+    srv.server_close()
+
+
+def build_cmd(
+    mmlu_dir: Path, out: Path, cache: Path, labels: Path, url: str, *extra: str
+) -> list[str]:
+    model = [
+        "--set", "sampler.backend=openai", "--set", f"sampler.base_url={url}",
+        "--set", "sampler.model=scripted-model",
+    ]  # fmt: skip
     return [
         sys.executable, "-m", "nabench.cli", "build", "mmlu-na-train",
         "--source", str(mmlu_dir), "--split", "validation", "--limit", str(LIMIT),
         "--labels", str(labels), "--cache", str(cache), "--out", str(out), "--quiet",
-        *SMALL, *extra,
+        *SMALL, *model, *extra,
     ]  # fmt: skip
 
 
@@ -74,10 +98,10 @@ def stats(out: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> dict[str, Any]:
+def built(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path, sampler: str) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("na_train")
     out, cache = root / "mmlu-na-train", root / "cache.sqlite"
-    cmd = build_cmd(mmlu_dir, out, cache, labels_file(root / "labels.csv"))
+    cmd = build_cmd(mmlu_dir, out, cache, labels_file(root / "labels.csv"), sampler)
     first = run([*cmd, "--yes"])  # 102 samples to compute: a long job needs consent
     return {"out": out, "cmd": cmd, "stdout": first.stdout, "stats": stats(out)}
 
@@ -133,15 +157,16 @@ def test_rows_hold_the_invariants(built: dict[str, Any], mmlu_dir: Path) -> None
     tables = {c: rows[c].data.table for c in CONFIGS}
     assert check_na_train(tables, parse_answer, index) == []
     card = (out / "README.md").read_text()
-    assert "SmolLM2-135M-Instruct-Q4_1" in card and "temperature 1.0" in card
+    assert "scripted-model" in card and "temperature 1.0" in card
     assert "not stated — fill in" in card and "exact matches 0" in card
 
 
 def test_sampling_with_nothing_cached_prints_the_plan_and_stops(
-    built: dict[str, Any], mmlu_dir: Path, tmp_path: Path
+    built: dict[str, Any], mmlu_dir: Path, tmp_path: Path, sampler: str
 ) -> None:
     out = tmp_path / "not-started"
-    cmd = build_cmd(mmlu_dir, out, tmp_path / "empty.sqlite", labels_file(tmp_path / "l.csv"))
+    labels = labels_file(tmp_path / "l.csv")
+    cmd = build_cmd(mmlu_dir, out, tmp_path / "empty.sqlite", labels, sampler)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-3000:]
     n = load(built["out"], "samples").num_rows  # what the consented build sampled
@@ -163,11 +188,12 @@ def test_rerun_makes_no_model_call(built: dict[str, Any]) -> None:
 
 
 def test_kill9_mid_sampling_resumes_with_the_missing_samples(
-    tmp_path: Path, mmlu_dir: Path
+    tmp_path: Path, mmlu_dir: Path, sampler: str
 ) -> None:
     out, cache = tmp_path / "killed", tmp_path / "cache.sqlite"
     labels = labels_file(tmp_path / "labels.csv")
-    cmd = build_cmd(mmlu_dir, out, cache, labels, "--limit", "4", "--set", "sampler.chunk_size=1")
+    one_at_a_time = ["--set", "sampler.chunk_size=1", "--set", "sampler.concurrency=1"]
+    cmd = build_cmd(mmlu_dir, out, cache, labels, sampler, "--limit", "4", *one_at_a_time)
     done = kill_after_rows(cmd, cache, 5, timeout_s=600)
     total = 3 * 3 * 2  # item 3 of the first 4 is not NA-applicable
     assert 5 <= done < total, f"{done} rows: the kill came too late to test resume"
