@@ -1,17 +1,21 @@
 """Labeling with the real SmolLM2 model (local backend, and a real llama.cpp server through the
-OpenAI backend). The model labels at chance: these tests check mechanics, never answers."""
+OpenAI backend). The model labels at chance: these tests check mechanics, never answers. The
+kill -9 test kills a real labeling process answered by a scripted server (its subject is the
+cache's bookkeeping)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures.scripted import Scripted, chat_body
 from sigkill import kill_after_rows
 
 from nabench.label import LabelRecord, label_items, load_guideline
@@ -100,32 +104,22 @@ def test_openai_backend_against_llama_server(
 
 
 def test_sigkill_mid_run_loses_nothing_and_rerun_calls_only_the_missing(
-    mmlu_dir: Path, tmp_path: Path
+    mmlu_dir: Path, tmp_path: Path, scripted_server: Callable[..., Scripted]
 ) -> None:
+    """The cache's resume bookkeeping: a real `nabench label` process killed with SIGKILL
+    mid-run, answered by a scripted labeler on loopback (0.3 s an answer, so the kill lands
+    mid-run; the real model's labels are the two tests above)."""
+    verdict = {"na_applicable": True, "rule": "none", "rationale": "scripted"}
+    server = scripted_server(lambda *_: (200, chat_body(json.dumps(verdict))), delay_s=0.3)
     cache = tmp_path / "c.sqlite"
     out = tmp_path / "labels.parquet"
     cmd = [
-        sys.executable,
-        "-m",
-        "nabench.cli",
-        "label",
-        "mmlu-na",
-        "--source",
-        str(mmlu_dir),
-        "--limit",
-        str(N_ITEMS),
-        "--max-attempts",
-        "1",
-        "--max-tokens",
-        "48",
-        "--chunk-size",
-        "2",
-        "--cache",
-        str(cache),
-        "--out",
-        str(out),
-        "--quiet",
-    ]
+        sys.executable, "-m", "nabench.cli", "label", "mmlu-na",
+        "--source", str(mmlu_dir), "--limit", str(N_ITEMS),
+        "--backend", "openai", "--base-url", server.url, "--concurrency", "1",
+        "--max-attempts", "1", "--max-tokens", "48", "--chunk-size", "2",
+        "--cache", str(cache), "--out", str(out), "--quiet",
+    ]  # fmt: skip
     done = kill_after_rows(cmd, cache, 4, timeout_s=600, env={"PYTHONUNBUFFERED": "1"})
     assert 4 <= done < N_ITEMS and not out.exists()
 
