@@ -8,12 +8,15 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pyarrow as pa
 import pytest
+from fixtures.scripted import Scripted
+from scripted_model import responder
 from sigkill import kill_after_rows
 
 from nabench.core.errors import NabenchError
@@ -315,18 +318,21 @@ def test_generate_on_smollm2_batch_mode_and_challenge(local_backend: Any, tmp_pa
 
 
 # -- kill and resume -------------------------------------------------------------------------
+# The cache's resume bookkeeping: a real generation process killed with SIGKILL, answered by
+# the scripted self-knowledge model on loopback (0.2 s an answer, so the kill lands mid-run;
+# SmolLM2's own generation is the test above).
 
 N_RESUME = 5  # per class: 10 slots
 
 WORKER = r"""
 import json, sys
-from nabench.llm import LocalBackend, ResponseCache, write_stats
+from nabench.llm import OpenAIBackend, ResponseCache, write_stats
 from nabench.selfknow.generate import GenerationSettings, generate_tasks
 
-db, stats_path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+db, stats_path, n, url = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[5]
 settings = GenerationSettings(n_per_class=n, max_attempts=1, chunk_size=1, seed=9,
                               **json.loads(sys.argv[4]))
-backend = LocalBackend(n_ctx=2048, n_threads=1)
+backend = OpenAIBackend(model="scripted-model", base_url=url, concurrency=1)
 with ResponseCache(db) as cache:
     result = generate_tasks(backend, cache, settings)
 write_stats(result.stats, stats_path)
@@ -336,17 +342,21 @@ print(json.dumps(result.tasks.column("task_id").to_pylist()
 
 
 @pytest.mark.slow
-def test_generation_kill9_then_resume(tmp_path: Path, llama_cpp: Any) -> None:
+def test_generation_kill9_then_resume(
+    tmp_path: Path, scripted_server: Callable[..., Scripted]
+) -> None:
+    url = scripted_server(responder(), delay_s=0.2).url
     db = tmp_path / "cache.sqlite"
     small = json.dumps(SMALL)
-    cmd = [sys.executable, "-c", WORKER, str(db), str(tmp_path / "s1.json"), str(N_RESUME), small]
+    worker = [sys.executable, "-c", WORKER, str(db)]
+    cmd = [*worker, str(tmp_path / "s1.json"), str(N_RESUME), small, url]
     done = kill_after_rows(cmd, db, 3, timeout_s=600)
     assert not (tmp_path / "s1.json").exists()
     slots = 2 * N_RESUME
     assert 3 <= done < slots, f"{done} rows: kill came too late to test resume"
 
     stats_path = tmp_path / "s2.json"
-    cmd2 = [sys.executable, "-c", WORKER, str(db), str(stats_path), str(N_RESUME), small]
+    cmd2 = [*worker, str(stats_path), str(N_RESUME), small, url]
     out = subprocess.run(cmd2, capture_output=True, text=True, timeout=900, check=True)
     ids = json.loads(out.stdout.strip().splitlines()[-1])
     expected = [s.task_id for s in plan_slots(N_RESUME, ("vanilla",), seed=9)]
