@@ -11,16 +11,15 @@ cell says ``needs ≥ 5 models`` instead of a number.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from nabench.evaluation.results import ORIGINAL, Results, category_of, subject_labels
+from nabench.stats.inference import anova_oneway, pearson, spearman
 from nabench.stats.reliability import discrimination_index, kr20, kr20_by_group
 
 __all__ = [
@@ -191,15 +190,8 @@ def _anova_row(cat: str, g: pd.DataFrame) -> dict[str, Any]:
     if len(groups) < 2 or n_values <= len(groups):
         row["note"] = "too few subject KR-20 values"
         return row
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant groups: scipy warns, returns inf/nan
-        res = sps.f_oneway(*groups)
-    row.update(
-        F=float(res.statistic),
-        p_value=float(res.pvalue),
-        df_between=len(groups) - 1,
-        df_within=n_values - len(groups),
-    )
+    res = anova_oneway(*groups)
+    row.update(F=res.f, p_value=res.p_value, df_between=res.df_between, df_within=res.df_within)
     return row
 
 
@@ -211,27 +203,6 @@ def anova_table(kr20_subjects: pd.DataFrame, configs: Sequence[str]) -> pd.DataF
     return pd.DataFrame(out, columns=cols)
 
 
-def _spearman_p(x: np.ndarray, y: np.ndarray) -> tuple[float, float, str]:
-    rho = float(sps.spearmanr(x, y).statistic)
-    if x.size > EXACT_SPEARMAN_MAX_N:
-        return rho, float(sps.spearmanr(x, y).pvalue), "t approximation"
-    ry = sps.rankdata(y)
-    ry = (ry - ry.mean()) / np.sqrt(((ry - ry.mean()) ** 2).sum())
-
-    def rho_of(a: np.ndarray, axis: int = -1) -> np.ndarray:
-        """Spearman's rho of each row of `a` with y: Pearson's r of average ranks (what
-        spearmanr computes), for a whole batch of permutations at once; one spearmanr call
-        per permutation took ~55 s for 8 models (8! pairings)."""
-        ra = sps.rankdata(a, axis=axis)
-        ra = ra - ra.mean(axis=axis, keepdims=True)
-        return np.sum(ra * ry, axis=axis) / np.sqrt(np.sum(ra * ra, axis=axis))
-
-    res = sps.permutation_test(
-        (x,), rho_of, permutation_type="pairings", n_resamples=math.inf, vectorized=True
-    )
-    return rho, float(res.pvalue), "exact"
-
-
 def _correlation_row(variant: str, both: pd.DataFrame) -> dict[str, Any]:
     row: dict[str, Any] = {"variant": variant, "n_models": len(both)}
     if len(both) < MIN_MODELS:
@@ -240,15 +211,14 @@ def _correlation_row(variant: str, both: pd.DataFrame) -> dict[str, Any]:
     y = both[variant].to_numpy(np.float64)
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return {**row, "note": "constant accuracies"}
-    pr = sps.pearsonr(x, y)
-    rho, sp, method = _spearman_p(x, y)
+    pr, sr = pearson(x, y), spearman(x, y, exact_max_n=EXACT_SPEARMAN_MAX_N)
     return {
         **row,
-        "pearson_r": float(pr.statistic),
-        "pearson_p": float(pr.pvalue),
-        "spearman_rho": rho,
-        "spearman_p": sp,
-        "spearman_p_method": method,
+        "pearson_r": pr.r,
+        "pearson_p": pr.p_value,
+        "spearman_rho": sr.r,
+        "spearman_p": sr.p_value,
+        "spearman_p_method": sr.method,
         "note": "",
     }
 

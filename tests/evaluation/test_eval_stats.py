@@ -262,21 +262,32 @@ def test_kappa_properties(pair: tuple[list[str], list[str]], seed: int) -> None:
         assert -1.0 <= ab.kappa <= 1.0
 
 
-def test_panel_exact_spearman_p_is_the_permutation_test_of_spearmanr() -> None:
-    """The panel's exact Spearman p (all n! pairings, batched) equals scipy's permutation test
-    of `spearmanr` itself, ties included; one spearmanr call per pairing took ~55 s at n = 8."""
-    from nabench.evaluation.panel import _spearman_p
-
+def test_exact_spearman_p_is_the_permutation_test_of_spearmanr() -> None:
+    """`spearman(exact_max_n=...)`'s exact p (all n! pairings, batched), which the panel uses,
+    equals scipy's permutation test of `spearmanr` itself, ties included; one spearmanr call
+    per pairing took ~55 s at n = 8."""
     rng = np.random.default_rng(7)
     for n in (4, 5, 6, 7):
         x = np.round(rng.random(n), 1)  # ties at one decimal
         y = rng.integers(0, 4, n) / 4
         if np.ptp(x) == 0 or np.ptp(y) == 0:
             continue
-        rho, p, method = _spearman_p(x, y)
+        res = spearman(x, y, exact_max_n=8)
+        rho, p, method = res.r, res.p_value, res.method
         ref = sps.permutation_test(
             (x,), lambda a: sps.spearmanr(a, y).statistic,  # noqa: B023
             permutation_type="pairings", n_resamples=math.inf,
         )  # fmt: skip
         assert method == "exact" and rho == pytest.approx(sps.spearmanr(x, y).statistic)
         assert p == pytest.approx(ref.pvalue, abs=1e-12), (n, x, y)
+
+
+def test_spearman_is_exact_only_up_to_exact_max_n() -> None:
+    x, y = [0.1, 0.4, 0.3, 0.9, 0.7, 0.2], [0.2, 0.5, 0.1, 0.8, 0.9, 0.3]
+    assert spearman(x, y).method == "t approximation"
+    assert spearman(x, y, exact_max_n=5).method == "t approximation"
+    exact = spearman(x, y, exact_max_n=6)
+    assert exact.method == "exact" and exact.r == spearman(x, y).r
+    # a perfect ranking of 6: exactly 2 of the 720 pairings are as extreme (rho = +1 and -1)
+    assert spearman(x, x, exact_max_n=6).p_value == pytest.approx(2 / 720)
+    assert spearman([1, 2], [3, 1], exact_max_n=8).p_value == 1.0  # two points: no evidence
