@@ -21,7 +21,14 @@ from nabench.core.errors import NabenchError
 from nabench.evaluation.panel import Panel
 from nabench.evaluation.results import ORIGINAL, Results
 
-__all__ = ["Duplicate", "one_run_per_model", "pairing_notes", "panel_notes", "report_members"]
+__all__ = [
+    "Duplicate",
+    "one_run_per_model",
+    "pairing_notes",
+    "panel_notes",
+    "report_members",
+    "unchecked_notes",
+]
 
 
 @dataclass(frozen=True)
@@ -160,3 +167,17 @@ def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
                 "between runs)"
             )
     return notes
+
+
+def unchecked_notes(results: Results) -> list[str]:
+    """One line per nabench run whose recorded build is not on this machine (moved, or a Hub
+    id): its ids could not be checked against the build's items."""
+    s = results.summaries
+    if "ids_checked" not in s:
+        return []
+    unchecked = s[s["ids_checked"].eq(False)].drop_duplicates("run")
+    return [
+        f"run {run}: its build {dataset!r} is not here, so its ids were not checked against "
+        "the build's items"
+        for run, dataset in zip(unchecked["run"], unchecked["dataset"], strict=True)
+    ]

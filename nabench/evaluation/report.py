@@ -52,7 +52,12 @@ from nabench.core.out_guard import OutKind, check_folder, holds_record
 from nabench.core.safe_load import ParseLimits
 from nabench.evaluation.headline import headline_redux, headline_table
 from nabench.evaluation.html import write_html
-from nabench.evaluation.members import pairing_notes, panel_notes, report_members
+from nabench.evaluation.members import (
+    pairing_notes,
+    panel_notes,
+    report_members,
+    unchecked_notes,
+)
 from nabench.evaluation.panel import (
     MIN_MODELS,
     NEEDS_MODELS,
@@ -102,6 +107,7 @@ def build_report(
     variants = results.mc_variants()
     panels = [p for c in results.configs if (p := make_panel(results, c, min_coverage))]
     notes += pairing_notes(results, variants) + panel_notes(results, panels)
+    notes += unchecked_notes(results)
     kr_subj = kr20_subject_table(panels)
     tables = {
         "configs": configs,

@@ -248,7 +248,8 @@ def _read_config(
         raise NabenchError(f"{summary_path} has no responses file {parquet.name}")
     table, names = _read_responses(parquet)
     dataset = summary.get("dataset")
-    _check_ids(parquet, table.column("id"), _build_ids(dataset, config, seen), dataset)
+    build = _build_ids(dataset, config, seen)
+    _check_ids(parquet, table.column("id"), build, dataset)
     n = table.num_rows
     source_id = table.column("source_id" if "source_id" in names else "id")  # older results
     # the predicted letter (kappa between configs) and the raw output (the item browser);
@@ -263,7 +264,9 @@ def _read_config(
         table = table.append_column(name, column)
     table = table.append_column("run", pa.array([run] * n, pa.string()))
     table = table.append_column("config", pa.array([config] * n, pa.string()))
-    return _summary_row(summary, run, config), table
+    # a build not on this machine (moved, or a Hub id) cannot be checked: the report says so
+    checked = build is not None if isinstance(dataset, str) else None
+    return {**_summary_row(summary, run, config), "ids_checked": checked}, table
 
 
 def _summary_row(summary: dict[str, Any], run: str, config: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -152,6 +153,27 @@ def test_report_names_the_file_and_the_problem(
     assert len(run.errors) == 1, run.stderr
     assert str(parquet) in run.errors[0] and says in run.errors[0], run.errors
     assert "internal error" not in run.stderr
+
+
+def test_report_says_when_a_runs_build_is_not_here(results: Path, tmp_path: Path) -> None:
+    """A run whose recorded build was moved away (or is a Hub id) cannot have its ids
+    checked against the build's items: the report says so, it does not skip it unsaid."""
+    checked = nabench("report", str(results), "--out", str(tmp_path / "r1"), "--no-plots")
+    assert checked.code == 0, checked.stderr
+    assert not [n for n in _notes(tmp_path / "r1") if "not checked" in n]
+    summary = next(results.glob("*/original.summary.json"))
+    data = json.loads(summary.read_text())
+    summary.write_text(json.dumps({**data, "dataset": str(tmp_path / "moved-away")}))
+    run = nabench("report", str(results), "--out", str(tmp_path / "r2"), "--no-plots")
+    assert run.code == 0, run.stderr
+    (note,) = [n for n in _notes(tmp_path / "r2") if "not checked" in n]
+    assert "moved-away" in note and summary.parent.name in note
+    assert note in (tmp_path / "r2" / "report.md").read_text()
+
+
+def _notes(report: Path) -> list[str]:
+    notes: list[str] = json.loads((report / "report.json").read_text())["notes"]
+    return notes
 
 
 def test_report_names_a_malformed_summary(results: Path, tmp_path: Path) -> None:
