@@ -44,7 +44,7 @@ SMALL_RECIPE: dict[str, Any] = {
     "generator": {
         "options": {"n_threads": 1},
         "styles": ["vanilla"],
-        "n_per_class": 10,
+        "n_per_class": 5,
         "temperature": 1.0,
         "max_tokens": 96,
         "max_task_chars": 160,
