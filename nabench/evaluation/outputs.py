@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,20 @@ def _parse_letters(
     return codes
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """One config's answers scored by its rule: per item, the parsed answer, scores and the
+    raw output column; `extra`: columns only some producers give."""
+
+    parsed: list[str | None]
+    scores: NDArray[np.float64]
+    correct: NDArray[np.bool_]
+    invalid: NDArray[np.bool_]
+    confidence: NDArray[np.float64]
+    raw: list[Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
 def score_outputs(
     items: EvalItems,
     produced: Produced,
@@ -70,74 +85,96 @@ def score_outputs(
     n = len(batch)
     if len(produced.raw_outputs) != len(items.rows):
         raise ValueError("one raw output per prompt row expected")
-    n_choices = items.n_choices
-    confidence = np.full(n, np.nan)
-    extra: dict[str, Any] = {}
     if items.kind == "prior":
-        judged = [parse_bool(t) for t in produced.raw_outputs]
-        width = int(n_choices.max()) if n else 0
-        matrix = np.zeros((n, width), dtype=bool)
-        marks = np.full((n, width), "", dtype=object)
-        for i, j, v in zip(items.row_item.tolist(), items.row_option.tolist(), judged, strict=True):
-            matrix[i, j] = v is True
-            marks[i, j] = "?" if v is None else ("T" if v else "F")
-        scores = individual_prior_scores(matrix, batch.gold, empty_credit=invalid_credit)
-        invalid = ~matrix.any(axis=1)
-        parsed: list[str | None] = ["".join(m) for m in marks]
-        correct = scores == 1.0
-        by_item: list[list[str]] = [[] for _ in range(n)]
-        order = np.lexsort((items.row_option, items.row_item))
-        for r in order.tolist():
-            by_item[items.row_item[r]].append(produced.raw_outputs[r])
-        raw_col = [json.dumps(x, ensure_ascii=False) for x in by_item]
+        scored = _score_prior(items, produced, invalid_credit)
     else:
-        if produced.option_logprobs is not None:
-            codes = np.full(n, INVALID, dtype=np.int64)
-            for i, lps in enumerate(produced.option_logprobs):
-                probs = renormalise(lps)
-                if probs is not None:
-                    codes[i] = int(np.argmax(probs))
-                    confidence[i] = float(probs[codes[i]])
-            extra["option_logprobs"] = [list(map(float, x)) for x in produced.option_logprobs]
-        else:
-            codes = _parse_letters(produced.raw_outputs, n_choices, scoring)
-            if produced.token_logprobs is not None:
-                token_p = np.full(n, np.nan)
-                for i, (toks, c) in enumerate(zip(produced.token_logprobs, codes, strict=True)):
-                    letter = None if c == INVALID else LETTERS[int(c)]
-                    token_p[i], confidence[i] = selected_token_confidence(
-                        toks, letter, int(n_choices[i])
-                    )
-                extra["confidence_selected_token"] = token_p
-        if items.not_asked is not None:
-            # No question to ask (qi_step2 without an inferred question): never an answer,
-            # whatever a strategy or model produced; scored as invalid, as the authors do.
-            codes[items.not_asked] = INVALID
-            confidence[items.not_asked] = np.nan
-        scores = score_codes(codes, batch.gold, invalid_credit)
-        invalid = codes == INVALID
-        parsed = [None if c == INVALID else LETTERS[c] for c in codes.tolist()]
-        correct = codes == batch.gold
-        raw_col = list(produced.raw_outputs)
+        scored = _score_letters(items, produced, invalid_credit, scoring)
     table = {
         "id": list(batch.ids),
         "source_id": list(items.source_ids or batch.ids),
         "config": [items.config] * n,
         "model": [model_id] * n,
         "subject": list(items.subjects),
-        "raw_output": pd.Series(raw_col, dtype=object),
-        "parsed": pd.Series(parsed, dtype=object),
+        "raw_output": pd.Series(scored.raw, dtype=object),
+        "parsed": pd.Series(scored.parsed, dtype=object),
         "gold": [LETTERS[g] for g in batch.gold.tolist()],
-        "correct": np.asarray(correct, dtype=bool),
-        "invalid": np.asarray(invalid, dtype=bool),
-        "score": np.asarray(scores, dtype=np.float64),
-        "confidence": confidence,
-        "n_choices": n_choices,
-        **extra,
+        "correct": np.asarray(scored.correct, dtype=bool),
+        "invalid": np.asarray(scored.invalid, dtype=bool),
+        "score": np.asarray(scored.scores, dtype=np.float64),
+        "confidence": scored.confidence,
+        "n_choices": items.n_choices,
+        **scored.extra,
     }
     if items.not_asked is not None:
         table["not_asked"] = np.asarray(items.not_asked, dtype=bool)
     return pd.DataFrame(table)
+
+
+def _score_prior(items: EvalItems, produced: Produced, invalid_credit: float) -> _Scored:
+    """Individual-prior prompts: one true/false judgement per option; the item's answer is
+    the set of options judged true (marks T/F/? per option, the raw outputs per item)."""
+    batch, n = items.batch, len(items.batch)
+    judged = [parse_bool(t) for t in produced.raw_outputs]
+    width = int(items.n_choices.max()) if n else 0
+    matrix = np.zeros((n, width), dtype=bool)
+    marks = np.full((n, width), "", dtype=object)
+    for i, j, v in zip(items.row_item.tolist(), items.row_option.tolist(), judged, strict=True):
+        matrix[i, j] = v is True
+        marks[i, j] = "?" if v is None else ("T" if v else "F")
+    scores = individual_prior_scores(matrix, batch.gold, empty_credit=invalid_credit)
+    by_item: list[list[str]] = [[] for _ in range(n)]
+    for r in np.lexsort((items.row_option, items.row_item)).tolist():
+        by_item[items.row_item[r]].append(produced.raw_outputs[r])
+    return _Scored(
+        parsed=["".join(m) for m in marks],
+        scores=scores,
+        correct=scores == 1.0,
+        invalid=~matrix.any(axis=1),
+        confidence=np.full(n, np.nan),
+        raw=[json.dumps(x, ensure_ascii=False) for x in by_item],
+    )
+
+
+def _score_letters(
+    items: EvalItems, produced: Produced, invalid_credit: float, scoring: ScoringPreset | None
+) -> _Scored:
+    """One answer letter per item: the most likely option (log-likelihood mode) or the
+    letter parsed from the output, with its confidence where log-probs were given."""
+    batch, n, n_choices = items.batch, len(items.batch), items.n_choices
+    confidence = np.full(n, np.nan)
+    extra: dict[str, Any] = {}
+    if produced.option_logprobs is not None:
+        codes = np.full(n, INVALID, dtype=np.int64)
+        for i, lps in enumerate(produced.option_logprobs):
+            probs = renormalise(lps)
+            if probs is not None:
+                codes[i] = int(np.argmax(probs))
+                confidence[i] = float(probs[codes[i]])
+        extra["option_logprobs"] = [list(map(float, x)) for x in produced.option_logprobs]
+    else:
+        codes = _parse_letters(produced.raw_outputs, n_choices, scoring)
+        if produced.token_logprobs is not None:
+            token_p = np.full(n, np.nan)
+            for i, (toks, c) in enumerate(zip(produced.token_logprobs, codes, strict=True)):
+                letter = None if c == INVALID else LETTERS[int(c)]
+                token_p[i], confidence[i] = selected_token_confidence(
+                    toks, letter, int(n_choices[i])
+                )
+            extra["confidence_selected_token"] = token_p
+    if items.not_asked is not None:
+        # No question to ask (qi_step2 without an inferred question): never an answer,
+        # whatever a strategy or model produced; scored as invalid, as the authors do.
+        codes[items.not_asked] = INVALID
+        confidence[items.not_asked] = np.nan
+    return _Scored(
+        parsed=[None if c == INVALID else LETTERS[c] for c in codes.tolist()],
+        scores=score_codes(codes, batch.gold, invalid_credit),
+        correct=codes == batch.gold,
+        invalid=codes == INVALID,
+        confidence=confidence,
+        raw=list(produced.raw_outputs),
+        extra=extra,
+    )
 
 
 def summarise(
