@@ -85,14 +85,8 @@ def run_cached(
     hits = cache.get_many(keys)
     results: list[Completion | None] = [hits.get(k) for k in keys]
 
-    # unique misses, first occurrence wins; positions to fill for each
-    pending: dict[str, list[int]] = {}
-    for i, (k, res) in enumerate(zip(keys, results, strict=True)):
-        if res is None:
-            pending.setdefault(k, []).append(i)
+    pending = _misses(keys, results, requests, sort_by_prefix)
     miss_keys = list(pending)
-    if sort_by_prefix:
-        miss_keys.sort(key=lambda k: requests[pending[k][0]].prefix_key())
     work = [(k, requests[pending[k][0]]) for k in miss_keys]
     if work and backend.unavailable is not None:
         raise NabenchError(backend.unavailable)
@@ -136,6 +130,23 @@ def run_cached(
     if len(out) != len(requests):
         raise RuntimeError(f"{engine.name} engine left {len(requests) - len(out)} requests open")
     return out, stats
+
+
+def _misses(
+    keys: Sequence[str],
+    results: Sequence[Completion | None],
+    requests: Sequence[ChatRequest],
+    sort_by_prefix: bool,
+) -> dict[str, list[int]]:
+    """Cache key -> the positions it fills, for each distinct miss (the first occurrence's
+    request is sent), in prefix order when `sort_by_prefix`."""
+    pending: dict[str, list[int]] = {}
+    for i, (k, res) in enumerate(zip(keys, results, strict=True)):
+        if res is None:
+            pending.setdefault(k, []).append(i)
+    if not sort_by_prefix:
+        return pending
+    return dict(sorted(pending.items(), key=lambda kv: requests[kv[1][0]].prefix_key()))
 
 
 def write_json_atomic(data: Any, path: str | Path) -> Path:
