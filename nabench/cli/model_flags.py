@@ -46,15 +46,9 @@ def parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def model_options(
-    *,
-    backends: Sequence[str] = BACKENDS,
-    model_help: str = MODEL_HELP,
-    cache_help: str = CACHE_HELP,
-) -> Callable[[F], F]:
-    """Decorator adding the shared model flags; the command receives them as one
-    `model_flags: ModelFlags` keyword (`--option` values already parsed)."""
-    flags = [
+def _flags(backends: Sequence[str], model_help: str, cache_help: str) -> list[Any]:
+    """The model flags every model command takes, as click options (a table)."""
+    return [
         click.option(
             "--backend",
             type=click.Choice(list(backends)),
@@ -99,6 +93,17 @@ def model_options(
             help="Ray cluster address for --engine ray (default: start a local cluster).",
         ),
     ]
+
+
+def model_options(
+    *,
+    backends: Sequence[str] = BACKENDS,
+    model_help: str = MODEL_HELP,
+    cache_help: str = CACHE_HELP,
+) -> Callable[[F], F]:
+    """Decorator adding the shared model flags; the command receives them as one
+    `model_flags: ModelFlags` keyword (`--option` values already parsed)."""
+    flags = _flags(backends, model_help, cache_help)
 
     def decorate(func: F) -> F:
         @functools.wraps(func)  # keeps the click parameters declared below this decorator
