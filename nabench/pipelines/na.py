@@ -3,44 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from tqdm.auto import tqdm
 
 from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
 from nabench.audit.redux import ReduxAudit, flagged_total
-from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.errors import NabenchError
 from nabench.perturb import Builder, ItemColumns, builders_for
+from nabench.pipelines.driver import CardParts, KindBuild, Resolved, Step, Steps, drive
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
-    PhaseClock,
     audited_selection,
-    build_protocol,
-    check_strict,
     item_card_parts,
     item_manifest_head,
     item_manifest_outcome,
     load_split,
     split_record,
 )
-from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import SAMPLE_DRAW
 from nabench.stage.cards import context as cc
-from nabench.stage.cards import finalize_parts, render_body
+from nabench.stage.cards import render_body
 from nabench.stage.croissant import CardFacts, partial_build_lines
-from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
+from nabench.stage.hub_layout import StagedTable, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     ValidationReport,
     letter_distribution,
-    summarise_violations,
 )
 from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
 
@@ -65,84 +60,104 @@ def make_builders(recipe: Recipe) -> list[Builder]:
 
 def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     """Run the whole pipeline for a recipe and stage the result in `options.out`."""
-    source = get_source(recipe.source.dataset)
-    seed = recipe.seed if options.seed is None else options.seed
-    splits = list(options.splits or recipe.source.splits)
-    out = options.out or Path("build") / recipe.name
-    location = options.source or recipe.source.hub_id
-    protocol = build_protocol(options.protocol)  # NA builds only record it
-    builders = make_builders(recipe)
-    na_texts = inserted_texts(builders, "has_none_option")
-    all_texts = inserted_texts(builders, "has_all_option")
-    label_source = build_label_source(recipe, options)
-    label_mode = label_source.mode if label_source else "none"
-    redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
+    return drive(NABuild, recipe, options)
 
-    # Parquet files are written in the background as soon as each config is built; nothing
-    # reaches `out` unless validation passes and `commit` swaps the finished tree in.
-    with StagingArea(out) as area:
-        sources_meta: dict[str, Any] = {}
-        excluded_tables: list[pa.Table] = []
-        steps = len(splits) * (3 + len(builders))
-        bar = tqdm(
-            total=steps, desc=f"build {recipe.name}", disable=not options.progress, unit="step"
+
+class NABuild(KindBuild):
+    """An NA build: per split load, audit, label, one config per builder, the side tables."""
+
+    lm_eval = True
+
+    def __init__(self, job: Resolved) -> None:
+        super().__init__(job)
+        recipe = self.recipe = job.recipe
+        self.source = get_source(recipe.source.dataset)
+        self.protocol = job.protocol  # NA builds only record it
+        self.builders = make_builders(recipe)
+        self.label_source = build_label_source(recipe, job.options)
+        self.redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
+        self.steps_total = len(job.splits) * (4 + len(self.builders))
+        self.sources_meta: dict[str, Any] = {}
+        self.excluded: list[pa.Table] = []
+
+    def steps(self) -> Steps:
+        job, recipe, builders = self.job, self.recipe, self.builders
+        texts = (
+            inserted_texts(builders, "has_none_option"),
+            inserted_texts(builders, "has_all_option"),
         )
-        clock = PhaseClock()
-        for split in splits:
-            bar.set_postfix_str(f"load {split}")
-            with clock("load"):
-                loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
-            bar.update()
-            with clock("audit"):
-                items, audit, donors, annotations = _audit_split(
-                    recipe, loaded.items, options, seed, (na_texts, all_texts), redux, split
-                )
-            sources_meta[split] = split_record(loaded, items)
-            check_strict(audit.excluded, options.strict)
-            with clock("label"):
-                eligible, label_cols, label_excluded, published = label_split(
-                    audit.eligible, label_source, split
-                )
+        for split in job.splits:
+            loaded = load_split(
+                self.source, recipe, job.location, split, recipe.source.config, job.seed
+            )
+            yield Step("load", f"load {split}")
+            items, audit, donors, annotations = _audit_split(
+                recipe, loaded.items, job.options, job.seed, texts, self.redux, split
+            )
+            self.sources_meta[split] = split_record(loaded, items)
+            yield Step("audit", f"audit {split}", quarantined=audit.excluded)
+            eligible, label_cols, label_excluded, published = label_split(
+                audit.eligible, self.label_source, split
+            )
             excluded = pa.concat_tables([audit.excluded, label_excluded])
-            excluded_tables.append(excluded)
-            bar.update()
+            self.excluded.append(excluded)
+            yield Step("label", f"label {split}")
             columns = ItemColumns.from_table(eligible, label_cols, donors)
-            for builder in builders:
-                bar.set_postfix_str(f"{builder.config_name}/{split}")
-                with clock("perturb"):
-                    table = builder.build(columns, seed)
-                area.add(StagedTable(builder.config_name, split, table))
-                bar.update()
-            area.add(StagedTable("excluded", split, excluded))
+            for b in builders:
+                table = b.build(columns, job.seed)
+                yield Step(
+                    "perturb",
+                    f"{b.config_name}/{split}",
+                    [StagedTable(b.config_name, split, table)],
+                )
+            side = [StagedTable("excluded", split, excluded)]
             if annotations is not None:
-                area.add(StagedTable("redux", split, annotations))
+                side.append(StagedTable("redux", split, annotations))
             if published is not None:
-                area.add(StagedTable("labels", split, published))
-            bar.update()
-        bar.close()
+                side.append(StagedTable("labels", split, published))
+            yield Step("stage", f"side tables/{split}", side)
 
-        staged = area.tables
-        with clock("validate"):  # the validator `nabench validate` runs on the written files
-            validation = validate_na(staged)
-        if validation.violations:
-            raise ValidationFailed(summarise_violations(validation.violations))
+    def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
+        return validate_na(staged)
+
+    def manifest(
+        self, staged: Sequence[StagedTable], validation: ValidationReport
+    ) -> dict[str, Any]:
+        job, label_source, redux = self.job, self.label_source, self.redux
         checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
-        fields = {
-            **item_manifest_head("na", recipe, seed, splits, options, protocol),
-            "source": source_section(source, recipe, location, sources_meta),
-            **item_manifest_outcome(
-                staged, excluded_tables, "nabench.validate.invariants", **checks
+        return {
+            **item_manifest_head(
+                "na", self.recipe, job.seed, job.splits, job.options, self.protocol
             ),
-            "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
+            "source": source_section(self.source, self.recipe, job.location, self.sources_meta),
+            **item_manifest_outcome(staged, self.excluded, "nabench.validate.invariants", **checks),
+            "labels": {
+                "mode": label_source.mode if label_source else "none",
+                **(label_source.info() if label_source else {}),
+            },
             **({"redux": redux.summary()} if redux else {}),
         }
-        manifest = Manifest.model_validate(fields)
-        readme = _readme_renderer(recipe, source, manifest, staged, out, validation)
-        with clock("stage"):  # what is left of the background writes, then README + manifest
-            area.commit(readme, manifest, _card_facts(manifest), lm_eval=True)
-        counts, exclusions = fields["counts"], fields["exclusions"]
-        shares, warnings = checks["letter_shares"], checks["warnings"]
-        return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
+
+    def card(
+        self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
+    ) -> CardParts:
+        recipe, source = self.recipe, self.source
+
+        def parts(
+            configs: list[dict[str, Any]], infos: list[dict[str, Any]]
+        ) -> tuple[dict[str, Any], str]:
+            tags = ["nabench", "none-of-the-above", "perturbation"]
+            metadata, context = item_card_parts(
+                manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
+            )
+            context.update(_na_card_context(recipe, source, manifest, staged, validation))
+            return metadata, render_body("na_card.md.jinja", context)
+
+        return parts
+
+    def facts(self, manifest: Manifest) -> CardFacts:
+        """What croissant.json states beyond the manifest: limitations and use cases."""
+        return CardFacts(tuple(_limitations(manifest)), NA_USES)
 
 
 def inserted_texts(builders: Sequence[Builder], reason: str) -> tuple[str, ...]:
@@ -197,51 +212,6 @@ def _audit_split(
     )
     annotations = redux.join(items, split)[1] if redux else None
     return items, audit, whole.eligible, annotations
-
-
-def _readme_renderer(
-    recipe: Recipe,
-    source: Source,
-    manifest: Manifest,
-    staged: Sequence[StagedTable],
-    out: Path,
-    validation: ValidationReport,
-) -> Any:
-    """The README renderer `stage` calls with the `configs`/`dataset_info` it derived.
-
-    The previous build in `out` (if any) is read now, before `stage` replaces it: its card's
-    metadata is merged (not overwritten) and its changelog carried over.
-    """
-    previous_readme, previous_manifest = _previous_release(out, recipe.version)
-
-    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        tags = ["nabench", "none-of-the-above", "perturbation"]
-        metadata, context = item_card_parts(
-            manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
-        )
-        context.update(_na_card_context(recipe, source, manifest, staged, validation))
-        return finalize_parts(
-            metadata,
-            render_body("na_card.md.jinja", context),
-            version=recipe.version,
-            repo_id=recipe.publish.repo_id or f"ORG/{recipe.name}",
-            manifest=manifest,
-            previous_readme=previous_readme,
-            previous_manifest=previous_manifest,
-        )
-
-    return render
-
-
-def _previous_release(out: Path, version: str) -> tuple[str | None, Manifest | None]:
-    """The card of the build now in `out`, and its manifest unless it is a rebuild of
-    `version` (the changelog compares against an earlier release, not against itself)."""
-    readme, built = out / "README.md", out / MANIFEST
-    previous_readme = readme.read_text(encoding="utf-8") if readme.is_file() else None
-    previous_manifest = read_manifest_file(built) if built.is_file() else None
-    if previous_manifest is not None and previous_manifest.recipe_version == version:
-        previous_manifest = None
-    return previous_readme, previous_manifest
 
 
 def _na_card_context(
@@ -322,11 +292,6 @@ def _redux_card(summary: dict[str, Any] | None) -> dict[str, Any] | None:
         "unmatched_count": len(summary["unmatched"]),
         "by_type": dict(sorted(by_type.items())),
     }
-
-
-def _card_facts(manifest: Manifest) -> CardFacts:
-    """What croissant.json states beyond the manifest: limitations and use cases."""
-    return CardFacts(tuple(_limitations(manifest)), NA_USES)
 
 
 def _limitations(manifest: Manifest) -> list[str]:
