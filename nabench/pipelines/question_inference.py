@@ -29,7 +29,8 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.pipelines.artifacts import ARTIFACT_USES, readme_renderer
+from nabench.pipelines.artifacts import ARTIFACT_USES, card_parts
+from nabench.pipelines.driver import card_renderer
 from nabench.schemas.manifest import Manifest, read_manifest_file
 from nabench.schemas.protocol import ArtifactsPreset, protocols
 from nabench.stage.croissant import CardFacts
@@ -248,7 +249,10 @@ def infer_questions(
     }
     target = Path(out) if out is not None else built
     updated = Manifest.model_validate(fields)
-    stage(target, staged, readme_renderer(updated, staged), updated, CardFacts(uses=ARTIFACT_USES))
+    recipe = updated.recipe  # the card on top of the one in `target`, as a build's is
+    repo_id = recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}"
+    readme = card_renderer(target, recipe["version"], repo_id, updated, card_parts(updated, staged))
+    stage(target, staged, readme, updated, CardFacts(uses=ARTIFACT_USES))
     new_counts = {c: counts[c] for c in NEW_CONFIGS}
     return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
 

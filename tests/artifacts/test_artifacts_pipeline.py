@@ -170,14 +170,14 @@ def test_question_inference_card_states_counts_and_what_happened_to_missing(
 ) -> None:
     """The card's step-2 paragraph prints the manifest's numbers and says whether items
     without an inferred question were kept (artifacts-paper) or left out (nabench)."""
-    from nabench.pipelines.artifacts import readme_renderer
+    from nabench.pipelines.artifacts import card_parts
 
     manifest = json.loads((small_build.out / "build.json").read_text())
     manifest["question_inference"] = {
         "backend": "local", "model_id": "m", "max_tokens": 64, "items": 17, "inferred": 12,
         "missing": 5, "seed": 3, "derangement_within": "subject", "missing_kept": kept,
     }  # fmt: skip
-    card = readme_renderer(Manifest.model_validate(manifest), [])([], [])
+    _, card = card_parts(Manifest.model_validate(manifest), [])([], [])
     assert "for 17 item(s):\n12 inferred question(s), 5 without one" in card
     assert says in card and "derangement within each subject" in card
     assert "built-in method" not in card
