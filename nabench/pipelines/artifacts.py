@@ -14,7 +14,7 @@ import pyarrow as pa
 from nabench.audit.eligibility import Audit, audit_items, split_by_flags
 from nabench.core.errors import NabenchError
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
-from nabench.pipelines.driver import CardParts, KindBuild, Resolved, Step, Steps, drive
+from nabench.pipelines.driver import Card, KindBuild, Resolved, Step, Steps, drive
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
@@ -29,8 +29,6 @@ from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
-from nabench.stage.cards import render_body
-from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, source_section
 from nabench.validate.invariants import ValidationReport
 from nabench.validate.kinds import validate_artifacts
@@ -86,6 +84,8 @@ def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResu
 class ArtifactsBuild(KindBuild):
     """An artifact build: the splits and the few-shot pool loaded, then per split the audit
     and every prompt config, then the few-shot rows the prompts used."""
+
+    uses = ARTIFACT_USES
 
     def __init__(self, job: Resolved) -> None:
         super().__init__(job)
@@ -170,11 +170,8 @@ class ArtifactsBuild(KindBuild):
 
     def card(
         self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> CardParts:
-        return card_parts(manifest, staged)
-
-    def facts(self, manifest: Manifest) -> CardFacts:
-        return CardFacts(uses=ARTIFACT_USES)
+    ) -> Card:
+        return artifacts_card(manifest, staged)
 
 
 def _fewshot_pool(
@@ -212,53 +209,41 @@ def last_example(prompt: str) -> str:
     return prompt.rsplit("\n\n", 1)[-1]
 
 
-def card_parts(manifest: Manifest, staged: Sequence[StagedTable]) -> CardParts:
-    """The card of an artifact build in parts, from its manifest and staged tables (also
-    used by the question-inference pipeline when it adds configs)."""
+def artifacts_card(manifest: Manifest, staged: Sequence[StagedTable]) -> Card:
+    """The card of an artifact build, from its manifest and staged tables (also used by the
+    question-inference pipeline when it adds configs)."""
     recipe = manifest.recipe
     source = get_source(recipe["source"]["dataset"])
     counts, record = manifest.counts, manifest.record()
-    examples = _card_examples(staged)
-
-    def parts(
-        configs: list[dict[str, Any]], infos: list[dict[str, Any]]
-    ) -> tuple[dict[str, Any], str]:
-        tags = ["nabench", "mcqa-artifacts", "choices-only", "memorization"]
-        metadata, context = item_card_parts(
-            manifest, source, configs, infos, tags=tags, summary="Artifact probes"
-        )
-        prompt_types = [
-            {
-                "config": name,
-                "stop": json.dumps(meta["stop"]),
-                "description": meta["description"],
-                "rows": ", ".join(f"{s}: {n}" for s, n in counts.get(name, {}).items()),
-            }
-            for name, meta in (manifest.prompt_types or {}).items()
-        ]
-        context |= {
-            "source_fingerprint": ", ".join(
-                f"{s}: {m['fingerprint'][:16]}" for s, m in record["source"]["splits"].items()
-            ),
-            "counts": [
-                {"config": c, "split": s, "rows": n}
-                for c, d in counts.items()
-                for s, n in d.items()
-            ],
-            "prompt_types": prompt_types,
-            "fewshot": record["fewshot"],
-            "exclusions": record["exclusions"]["by_reason"],
-            "excluded_total": record["exclusions"]["total"],
-            "examples": examples,
-            "question_inference": manifest.question_inference,
-            "repo_id": recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}",
-            "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
-            "example_split": next(iter(manifest.splits or [])),
-            "artifacts_citation": ARTIFACTS_CITATION,
+    tags = ["nabench", "mcqa-artifacts", "choices-only", "memorization"]
+    metadata, context = item_card_parts(manifest, source, tags=tags, summary="Artifact probes")
+    prompt_types = [
+        {
+            "config": name,
+            "stop": json.dumps(meta["stop"]),
+            "description": meta["description"],
+            "rows": ", ".join(f"{s}: {n}" for s, n in counts.get(name, {}).items()),
         }
-        return metadata, render_body("artifacts_card.md.jinja", context)
-
-    return parts
+        for name, meta in (manifest.prompt_types or {}).items()
+    ]
+    context |= {
+        "source_fingerprint": ", ".join(
+            f"{s}: {m['fingerprint'][:16]}" for s, m in record["source"]["splits"].items()
+        ),
+        "counts": [
+            {"config": c, "split": s, "rows": n} for c, d in counts.items() for s, n in d.items()
+        ],
+        "prompt_types": prompt_types,
+        "fewshot": record["fewshot"],
+        "exclusions": record["exclusions"]["by_reason"],
+        "excluded_total": record["exclusions"]["total"],
+        "examples": _card_examples(staged),
+        "question_inference": manifest.question_inference,
+        "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
+        "example_split": next(iter(manifest.splits or [])),
+        "artifacts_citation": ARTIFACTS_CITATION,
+    }
+    return Card("artifacts_card.md.jinja", metadata, context)
 
 
 def _card_examples(staged: Sequence[StagedTable]) -> list[dict[str, Any]]:

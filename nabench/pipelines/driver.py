@@ -25,13 +25,20 @@ from nabench.pipelines.skeleton import (
 )
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.schemas.protocol import Protocol
-from nabench.stage.cards import finalize_parts
+from nabench.stage.cards import finalize_parts, render_body
 from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, StagingArea
 from nabench.validate.invariants import ValidationReport, summarise_violations
 
-# A card in parts, from the `configs` / `dataset_info` staging derives: (metadata, body).
-CardParts = Callable[[list[dict[str, Any]], list[dict[str, Any]]], tuple[dict[str, Any], str]]
+
+@dataclass(frozen=True)
+class Card:
+    """A kind's card: its template, its front matter (less `configs` and `dataset_info`,
+    which staging derives from the tables) and the template's context."""
+
+    template: str
+    metadata: dict[str, Any]
+    context: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class KindBuild:
 
     lm_eval = False  # also write lm-eval tasks (the multiple-choice kinds)
     steps_total: int | None = None  # the progress bar's length in steps
+    uses: tuple[str, ...] = ()  # what a build of the kind is for (croissant.json)
 
     def __init__(self, job: Resolved) -> None:
         self.job = job
@@ -103,12 +111,12 @@ class KindBuild:
 
     def card(
         self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> CardParts:
+    ) -> Card:
         raise NotImplementedError
 
     def facts(self, manifest: Manifest) -> CardFacts:
-        """What croissant.json states beyond the manifest (limitations, uses)."""
-        raise NotImplementedError
+        """What croissant.json states beyond the manifest: limitations, uses."""
+        return CardFacts(uses=self.uses)
 
     def exclusions(self, fields: dict[str, Any]) -> dict[str, Any]:
         return dict(fields.get("exclusions") or {})
@@ -124,12 +132,8 @@ def drive(kind: Callable[[Resolved], KindBuild], recipe: Any, options: BuildOpti
     build = kind(job)
     clock = PhaseClock()
     with StagingArea(job.out) as area:
-        bar = tqdm(
-            total=build.steps_total,
-            desc=f"build {recipe.name}",
-            disable=not options.progress,
-            unit="step",
-        )
+        shown = {"desc": f"build {recipe.name}", "disable": not options.progress, "unit": "step"}
+        bar = tqdm(total=build.steps_total, **shown)
         with closing(build.steps()) as steps, bar:
             for step in _timed(steps, clock):
                 _take(step, area, clock, options.strict)
@@ -142,8 +146,9 @@ def drive(kind: Callable[[Resolved], KindBuild], recipe: Any, options: BuildOpti
             raise ValidationFailed(summarise_violations(validation.violations))
         fields = build.manifest(staged, validation)
         manifest = Manifest.model_validate(fields)
-        parts = build.card(manifest, staged, validation)
-        readme = card_renderer(job.out, recipe.version, _repo_id(recipe), manifest, parts)
+        card = build.card(manifest, staged, validation)
+        repo_id = recipe.publish.repo_id or f"ORG/{recipe.name}"
+        readme = card_renderer(job.out, recipe.version, repo_id, manifest, card)
         with clock("stage"):  # what is left of the background writes, then README + manifest
             area.commit(readme, manifest, build.facts(manifest), lm_eval=build.lm_eval)
     build.after_commit(job.out)
@@ -180,23 +185,26 @@ def _take(step: Step, area: StagingArea, clock: PhaseClock, strict: bool) -> Non
             write(area.folder(rel))
 
 
-def _repo_id(recipe: Any) -> str:
-    return str(recipe.publish.repo_id or f"ORG/{recipe.name}")
+def default_stats_path(out: Path) -> Path:
+    """``<out>.stats.json`` beside the output folder: a model job's run statistics."""
+    return out.parent / f"{out.name}.stats.json"
 
 
 def card_renderer(
-    out: Path, version: str, repo_id: str, manifest: Manifest, parts: CardParts
+    out: Path, version: str, repo_id: str, manifest: Manifest, card: Card
 ) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]:
-    """The README renderer `StagingArea.commit` calls: the kind's card, finalised on top of
-    the build now in `out` (read before the swap): its hand-added metadata is kept, its
-    changelog carried over, the loading snippet names this version."""
+    """The README renderer `StagingArea.commit` calls: the kind's card (its context with what
+    every card names: nabench and recipe version, repo id), finalised on top of the build now
+    in `out` (read before the swap): its hand-added metadata is kept, its changelog carried
+    over, the loading snippet names this version."""
+    named = {"nabench_version": manifest.nabench_version, "recipe_name": manifest.recipe_name}
+    context = {**named, "recipe_version": version, "repo_id": repo_id, **card.context}
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
         previous_readme, previous_manifest = previous_release(out, version)
-        metadata, body = parts(configs, infos)
         return finalize_parts(
-            metadata,
-            body,
+            {**card.metadata, "configs": configs, "dataset_info": infos},
+            render_body(card.template, context),
             version=version,
             repo_id=repo_id,
             manifest=manifest,

@@ -12,7 +12,7 @@ from nabench.audit.patterns import option_patterns
 from nabench.audit.redux import ReduxAudit, flagged_total
 from nabench.core.errors import NabenchError
 from nabench.perturb import Builder, ItemColumns, builders_for
-from nabench.pipelines.driver import CardParts, KindBuild, Resolved, Step, Steps, drive
+from nabench.pipelines.driver import Card, KindBuild, Resolved, Step, Steps, drive
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.skeleton import (
     BuildOptions,
@@ -29,7 +29,6 @@ from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import SAMPLE_DRAW
 from nabench.stage.cards import context as cc
-from nabench.stage.cards import render_body
 from nabench.stage.croissant import CardFacts, partial_build_lines
 from nabench.stage.hub_layout import StagedTable, source_section
 from nabench.validate.invariants import (
@@ -104,12 +103,8 @@ class NABuild(KindBuild):
             yield Step("label", f"label {split}")
             columns = ItemColumns.from_table(eligible, label_cols, donors)
             for b in builders:
-                table = b.build(columns, job.seed)
-                yield Step(
-                    "perturb",
-                    f"{b.config_name}/{split}",
-                    [StagedTable(b.config_name, split, table)],
-                )
+                st = StagedTable(b.config_name, split, b.build(columns, job.seed))
+                yield Step("perturb", f"{b.config_name}/{split}", [st])
             side = [StagedTable("excluded", split, excluded)]
             if annotations is not None:
                 side.append(StagedTable("redux", split, annotations))
@@ -140,20 +135,13 @@ class NABuild(KindBuild):
 
     def card(
         self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> CardParts:
-        recipe, source = self.recipe, self.source
-
-        def parts(
-            configs: list[dict[str, Any]], infos: list[dict[str, Any]]
-        ) -> tuple[dict[str, Any], str]:
-            tags = ["nabench", "none-of-the-above", "perturbation"]
-            metadata, context = item_card_parts(
-                manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
-            )
-            context.update(_na_card_context(recipe, source, manifest, staged, validation))
-            return metadata, render_body("na_card.md.jinja", context)
-
-        return parts
+    ) -> Card:
+        tags = ["nabench", "none-of-the-above", "perturbation"]
+        metadata, context = item_card_parts(
+            manifest, self.source, tags=tags, summary="Perturbed variants"
+        )
+        context.update(_na_card_context(self.recipe, self.source, manifest, staged, validation))
+        return Card("na_card.md.jinja", metadata, context)
 
     def facts(self, manifest: Manifest) -> CardFacts:
         """What croissant.json states beyond the manifest: limitations and use cases."""

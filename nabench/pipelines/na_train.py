@@ -30,7 +30,6 @@ from nabench.audit.contamination import EvalIndex, contamination_counts, contami
 from nabench.audit.eligibility import audit_items, exclusion_counts, split_by_flags
 from nabench.core.errors import NabenchError
 from nabench.core.rng import item_hashes
-from nabench.core.version import __version__
 from nabench.evaluation import parse_answer
 from nabench.evaluation.prompts import cot_prompt
 from nabench.llm import (
@@ -48,7 +47,15 @@ from nabench.llm import (
 from nabench.llm.options import default_cache_path, open_backend
 from nabench.perturb import ItemColumns
 from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
-from nabench.pipelines.driver import CardParts, KindBuild, Resolved, Step, Steps, drive
+from nabench.pipelines.driver import (
+    Card,
+    KindBuild,
+    Resolved,
+    Step,
+    Steps,
+    default_stats_path,
+    drive,
+)
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.na import inserted_texts, make_builders
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, load_split, split_record
@@ -61,8 +68,7 @@ from nabench.schemas.na_train import (
     NATrainRecipe,
 )
 from nabench.sources import Source, get_source
-from nabench.stage.cards import render_body, size_category
-from nabench.stage.croissant import CardFacts
+from nabench.stage.cards import size_category
 from nabench.stage.hub_layout import (
     StagedTable,
     manifest_header,
@@ -191,18 +197,6 @@ def preparing(
     return Prepared(variants, pa.concat_tables(excluded), sources, counts)
 
 
-def prepare(
-    recipe: NATrainRecipe, options: BuildOptions, source: Source, index: EvalIndex, seed: int
-) -> Prepared:
-    """What `preparing` prepares, without a build around it (no staging, no --strict)."""
-    steps = preparing(recipe, options, source, index, seed)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-
-
 def sample(
     recipe: NATrainRecipe, variants: list[pa.Table], options: BuildOptions, seed: int
 ) -> tuple[pa.Table, RunStats, str]:
@@ -304,6 +298,8 @@ class NATrainBuild(KindBuild):
     """An na-train build: the evaluation index, per split load, audit and variants, then the
     samples and the training rows chosen from them."""
 
+    uses = NA_TRAIN_USES
+
     def __init__(self, job: Resolved) -> None:
         super().__init__(job)
         self.recipe = job.recipe
@@ -356,50 +352,34 @@ class NATrainBuild(KindBuild):
 
     def card(
         self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> CardParts:
-        return _card_parts(self.recipe, self.source, self.fields)
-
-    def facts(self, manifest: Manifest) -> CardFacts:
-        return CardFacts(uses=NA_TRAIN_USES)
+    ) -> Card:
+        return _card(self.recipe, self.source, self.fields)
 
     def after_commit(self, out: Path) -> None:
-        write_stats(self.stats, out.parent / f"{out.name}.stats.json")
+        write_stats(self.stats, default_stats_path(out))
 
 
-def _card_parts(recipe: NATrainRecipe, source: Source, manifest: dict[str, Any]) -> CardParts:
+def _card(recipe: NATrainRecipe, source: Source, manifest: dict[str, Any]) -> Card:
     """The card: model, sampling, counts and keep rates per variant, licences, contamination."""
     total = sum(sum(c.values()) for c in manifest["counts"].values())
     source_id = recipe.source.hub_id or source.hub_id
-    repo_id = recipe.publish.repo_id or f"ORG/{recipe.name}"
-
-    def parts(
-        configs: list[dict[str, Any]], infos: list[dict[str, Any]]
-    ) -> tuple[dict[str, Any], str]:
-        metadata = {
-            "license": source.license,
-            "language": [source.language],
-            "pretty_name": f"{source.pretty_name} (nabench {recipe.name})",
-            "task_categories": ["text-generation", "question-answering"],
-            "size_categories": [size_category(total)],
-            "source_datasets": [source_id],
-            "tags": ["nabench", "none-of-the-above", "sft", "dpo", "trl", source.name],
-            "configs": configs,
-            "dataset_info": infos,
-        }
-        context = {
-            **manifest,
-            "pretty_name": metadata["pretty_name"],
-            "summary": recipe.description,
-            "nabench_version": __version__,
-            "recipe_name": recipe.name,
-            "recipe_version": recipe.version,
-            "repo_id": repo_id,
-            "split": SPLIT,
-            "sft_variants": recipe.sft.variants,
-            "dpo_variants": recipe.dpo.variants,
-            "pairing": recipe.dpo.pairing,
-            "citation": source.citation,
-        }
-        return metadata, render_body("na_train_card.md.jinja", context)
-
-    return parts
+    metadata = {
+        "license": source.license,
+        "language": [source.language],
+        "pretty_name": f"{source.pretty_name} (nabench {recipe.name})",
+        "task_categories": ["text-generation", "question-answering"],
+        "size_categories": [size_category(total)],
+        "source_datasets": [source_id],
+        "tags": ["nabench", "none-of-the-above", "sft", "dpo", "trl", source.name],
+    }
+    context = {
+        **manifest,
+        "pretty_name": metadata["pretty_name"],
+        "summary": recipe.description,
+        "split": SPLIT,
+        "sft_variants": recipe.sft.variants,
+        "dpo_variants": recipe.dpo.variants,
+        "pairing": recipe.dpo.pairing,
+        "citation": source.citation,
+    }
+    return Card("na_train_card.md.jinja", metadata, context)

@@ -29,12 +29,12 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.pipelines.artifacts import ARTIFACT_USES, card_parts
+from nabench.pipelines.artifacts import ARTIFACT_USES, artifacts_card
 from nabench.pipelines.driver import card_renderer
 from nabench.schemas.manifest import Manifest, read_manifest_file
 from nabench.schemas.protocol import ArtifactsPreset, protocols
 from nabench.stage.croissant import CardFacts
-from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
+from nabench.stage.hub_layout import MANIFEST, StagedTable, StagingArea, row_counts
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_artifacts
 
@@ -251,8 +251,13 @@ def infer_questions(
     updated = Manifest.model_validate(fields)
     recipe = updated.recipe  # the card on top of the one in `target`, as a build's is
     repo_id = recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}"
-    readme = card_renderer(target, recipe["version"], repo_id, updated, card_parts(updated, staged))
-    stage(target, staged, readme, updated, CardFacts(uses=ARTIFACT_USES))
+    readme = card_renderer(
+        target, recipe["version"], repo_id, updated, artifacts_card(updated, staged)
+    )
+    with StagingArea(target) as area:
+        for st in staged:
+            area.add(st)
+        area.commit(readme, updated, CardFacts(uses=ARTIFACT_USES))
     new_counts = {c: counts[c] for c in NEW_CONFIGS}
     return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
 

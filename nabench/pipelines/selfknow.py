@@ -27,10 +27,17 @@ from typing import Any
 import pyarrow as pa
 
 from nabench.core.errors import NabenchError
-from nabench.core.version import __version__
 from nabench.llm import Backend, ResponseCache, RunStats, write_stats
 from nabench.llm.options import open_backend
-from nabench.pipelines.driver import CardParts, KindBuild, Resolved, Step, Steps, drive
+from nabench.pipelines.driver import (
+    Card,
+    KindBuild,
+    Resolved,
+    Step,
+    Steps,
+    default_stats_path,
+    drive,
+)
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import Protocol
@@ -51,8 +58,7 @@ from nabench.selfknow.prompts import load_prompts
 from nabench.selfknow.recipe import SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, fmt_score, write_report
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy
-from nabench.stage.cards import render_body, size_category
-from nabench.stage.croissant import CardFacts
+from nabench.stage.cards import size_category
 from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts
 from nabench.validate.invariants import ValidationReport
 from nabench.validate.kinds import validate_selfknow
@@ -69,11 +75,6 @@ CONFIGS: tuple[str, ...] = ("tasks", "quarantine", "classifications")
 def default_cache_path(out: Path) -> Path:
     """``<out>.cache.sqlite`` beside the output folder or file."""
     return out.parent / f"{out.name}.cache.sqlite"
-
-
-def default_stats_path(out: Path) -> Path:
-    """``<out>.stats.json`` beside the output folder or file."""
-    return out.parent / f"{out.name}.stats.json"
 
 
 def generation_settings(recipe: SelfKnowRecipe, n_per_class: int, seed: int) -> GenerationSettings:
@@ -126,6 +127,7 @@ class SelfKnowBuild(KindBuild):
     classifying), score, report."""
 
     steps_total = 4
+    uses = SELFKNOW_USES
 
     def __init__(self, job: Resolved) -> None:
         super().__init__(job)
@@ -224,11 +226,8 @@ class SelfKnowBuild(KindBuild):
 
     def card(
         self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> CardParts:
-        return _card_parts(self, manifest.counts)
-
-    def facts(self, manifest: Manifest) -> CardFacts:
-        return CardFacts(uses=SELFKNOW_USES)
+    ) -> Card:
+        return _card(self, manifest.counts)
 
     def exclusions(self, fields: dict[str, Any]) -> dict[str, Any]:
         by_reason = self.generation.quarantine_counts
@@ -340,7 +339,7 @@ def _scores(metrics: SelfKnowledgeMetrics) -> dict[str, Any]:
     return {"n": metrics.n, **metrics.scores.as_dict(), "counts": metrics.counts.as_dict()}
 
 
-def _card_parts(study: SelfKnowBuild, counts: dict[str, dict[str, int]]) -> CardParts:
+def _card(study: SelfKnowBuild, counts: dict[str, dict[str, int]]) -> Card:
     recipe, taxonomy, metrics = study.recipe, study.taxonomy, study.metrics
     generation, classification = study.generation, study.classification
     total = max((sum(c.values()) for c in counts.values()), default=0)
@@ -350,67 +349,53 @@ def _card_parts(study: SelfKnowBuild, counts: dict[str, dict[str, int]]) -> Card
     models += generation.quarantine.column("generator_model").to_pylist()
     generator_model = models[0] if models else ""
     classifier_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
-
-    def parts(
-        configs: list[dict[str, Any]], infos: list[dict[str, Any]]
-    ) -> tuple[dict[str, Any], str]:
-        pretty = f"Self-knowledge tasks (nabench {recipe.name})"
-        metadata: dict[str, Any] = {
-            "language": ["en"],
-            "pretty_name": pretty,
-            "task_categories": ["text-classification", "text-generation"],
-            "size_categories": [size_category(total)],
-            "tags": ["nabench", "self-knowledge", "line-of-duty", "synthetic", "llm-generated"],
-            "configs": configs,
-            "dataset_info": infos,
+    pretty = f"Self-knowledge tasks (nabench {recipe.name})"
+    metadata: dict[str, Any] = {
+        "language": ["en"],
+        "pretty_name": pretty,
+        "task_categories": ["text-classification", "text-generation"],
+        "size_categories": [size_category(total)],
+        "tags": ["nabench", "self-knowledge", "line-of-duty", "synthetic", "llm-generated"],
+    }
+    if recipe.publish.license:
+        metadata["license"] = recipe.publish.license
+    score_rows = [
+        {
+            "label": label,
+            **{mode: fmt_score(getattr(m.scores, key)) for mode, m in metrics.items()},
         }
-        if recipe.publish.license:
-            metadata["license"] = recipe.publish.license
-        score_rows = [
-            {
-                "label": label,
-                **{mode: fmt_score(getattr(m.scores, key)) for mode, m in metrics.items()},
-            }
-            for key, label in SCORE_LABELS
-        ]
-        context = {
-            "pretty_name": pretty,
-            "summary": recipe.description
-            or "Tasks a model wrote as feasible or infeasible for itself, and its own verdicts.",
-            "nabench_version": __version__,
-            "recipe_name": recipe.name,
-            "recipe_version": recipe.version,
-            "seed": study.seed,
-            "n_per_class": study.n_per_class,
-            "styles": ", ".join(recipe.generator.styles),
-            "generator_model": generator_model or "(none)",
-            "generator_backend": recipe.generator.backend,
-            "generator_temperature": recipe.generator.temperature,
-            "classifier_models": ", ".join(classifier_models) or "(none)",
-            "cross_model": not recipe.classifier.same_as_generator,
-            "classifier_temperature": recipe.classifier.temperature,
-            "classifier_style": recipe.classifier.style,
-            "prompt_version": study.prompts.version,
-            "taxonomy_version": taxonomy.version,
-            "n_types": len(taxonomy.types),
-            "n_reasons": len(taxonomy.reasons),
-            "counts": [
-                {"config": c, "split": s, "rows": n}
-                for c, d in counts.items()
-                for s, n in d.items()
-            ],
-            "generation": gen_summary,
-            "generation_rate": fmt_score(gen_summary["valid_json_rate"]),
-            "classification": cls_summary,
-            "classification_rate": fmt_score(cls_summary["valid_rate"]),
-            "quarantine": gen_summary["quarantine_by_reason"],
-            "scores": score_rows,
-            "metric_n": {mode: m.n for mode, m in metrics.items()},
-            "repo_id": recipe.publish.repo_id or f"ORG/{recipe.name}",
-        }
-        return metadata, render_body("selfknow_card.md.jinja", context)
-
-    return parts
+        for key, label in SCORE_LABELS
+    ]
+    context = {
+        "pretty_name": pretty,
+        "summary": recipe.description
+        or "Tasks a model wrote as feasible or infeasible for itself, and its own verdicts.",
+        "seed": study.seed,
+        "n_per_class": study.n_per_class,
+        "styles": ", ".join(recipe.generator.styles),
+        "generator_model": generator_model or "(none)",
+        "generator_backend": recipe.generator.backend,
+        "generator_temperature": recipe.generator.temperature,
+        "classifier_models": ", ".join(classifier_models) or "(none)",
+        "cross_model": not recipe.classifier.same_as_generator,
+        "classifier_temperature": recipe.classifier.temperature,
+        "classifier_style": recipe.classifier.style,
+        "prompt_version": study.prompts.version,
+        "taxonomy_version": taxonomy.version,
+        "n_types": len(taxonomy.types),
+        "n_reasons": len(taxonomy.reasons),
+        "counts": [
+            {"config": c, "split": s, "rows": n} for c, d in counts.items() for s, n in d.items()
+        ],
+        "generation": gen_summary,
+        "generation_rate": fmt_score(gen_summary["valid_json_rate"]),
+        "classification": cls_summary,
+        "classification_rate": fmt_score(cls_summary["valid_rate"]),
+        "quarantine": gen_summary["quarantine_by_reason"],
+        "scores": score_rows,
+        "metric_n": {mode: m.n for mode, m in metrics.items()},
+    }
+    return Card("selfknow_card.md.jinja", metadata, context)
 
 
 def tables_of(run: SelfKnowBuild) -> dict[str, pa.Table]:

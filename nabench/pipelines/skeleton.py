@@ -168,8 +168,6 @@ def item_manifest_outcome(
 def item_card_parts(
     manifest: Manifest,
     source: Source,
-    configs: list[dict[str, Any]],
-    infos: list[dict[str, Any]],
     *,
     tags: list[str],
     summary: str,
@@ -189,15 +187,10 @@ def item_card_parts(
         "size_categories": [size_category(n_rows)],
         "source_datasets": [source_id],
         "tags": [*tags, source.name],
-        "configs": configs,
-        "dataset_info": infos,
     }
     context = {
         "pretty_name": metadata["pretty_name"],
         "summary": recipe.get("description") or f"{summary} of {source.pretty_name}.",
-        "nabench_version": manifest.nabench_version,
-        "recipe_name": recipe["name"],
-        "recipe_version": recipe["version"],
         "seed": manifest.seed,
         "source_id": source_id,
         "source_config": (manifest.source and manifest.source.config) or "default",

@@ -66,7 +66,9 @@ def build_kind(
         else:
             url = scripted_server(na_train_answers).url
             sampler = f"sampler={{backend: openai, base_url: '{url}', model: m, n: 2}}"
-            recipe = load_recipe("mmlu-na-train", ["labels.mode=none", sampler, f"version={version}"])
+            recipe = load_recipe(
+                "mmlu-na-train", ["labels.mode=none", sampler, f"version={version}"]
+            )
             options |= {"source": str(mmlu_dir), "splits": ["validation"], "limit": 6}
             options |= {"cache": tmp_path / "na-train.cache.sqlite", "yes": True}
         return run_recipe(recipe, BuildOptions(**options))
