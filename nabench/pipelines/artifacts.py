@@ -14,10 +14,11 @@ import pyarrow as pa
 from nabench.audit.eligibility import Audit, audit_items, split_by_flags
 from nabench.core.errors import NabenchError
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
-from nabench.pipelines.driver import Card, KindBuild, Resolved, Step, Steps, drive
+from nabench.pipelines.driver import Card, KindBuild, Step, Steps, drive
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
+    Resolved,
     audited_selection,
     item_card_parts,
     item_manifest_head,
@@ -103,7 +104,8 @@ class ArtifactsBuild(KindBuild):
 
     def steps(self) -> Steps:
         job, recipe, source, fs = self.job, self.recipe, self.source, self.recipe.fewshot
-        load = functools.partial(load_split, source, recipe, job.location, seed=job.seed)
+        opts, seed = job.options, job.seed
+        load = functools.partial(load_split, source, recipe, job.location, seed=seed)
         loaded = {split: load(split, recipe.source.config) for split in job.splits}
         pool_loaded = load(fs.split, self.pool_config)
         self.pool, self.pool_record = _fewshot_pool(recipe, source, pool_loaded, loaded.values())
@@ -112,30 +114,21 @@ class ArtifactsBuild(KindBuild):
         used_pool_rows: set[int] = set()
         for split, ls in loaded.items():
             items, audit, _ = audited_selection(
-                ls.items,
-                audit_for_artifacts,
-                limit=job.options.limit,
-                sample=job.options.sample,
-                seed=job.seed,
+                ls.items, audit_for_artifacts, limit=opts.limit, sample=opts.sample, seed=seed
             )
             self.sources_meta[split] = split_record(ls, items)
             self.excluded.append(audit.excluded)
             yield Step("audit", f"audit {split}", quarantined=audit.excluded)
             test_items = Items.from_table(audit.eligible, self.text)
             plan = plan_fewshot(
-                test_items,
-                pool_items,
-                protocol=fs.protocol,
-                k=fs.k,
-                seed=job.seed,
-                dataset=source.name,
+                test_items, pool_items, protocol=fs.protocol, k=fs.k, seed=seed, dataset=source.name
             )
             self.groups[split] = len(plan.keys)
             for rows in plan.rows:
                 used_pool_rows.update(rows)
             tables = [
                 StagedTable(
-                    name, split, PROMPT_TYPES[name].build(test_items, pool_items, plan, job.seed)
+                    name, split, PROMPT_TYPES[name].build(test_items, pool_items, plan, seed)
                 )
                 for name in recipe.prompt_types
             ]
@@ -148,9 +141,7 @@ class ArtifactsBuild(KindBuild):
     def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
         return validate_artifacts(staged, text=self.text, k=self.recipe.fewshot.k, pool=self.pool)
 
-    def manifest(
-        self, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> dict[str, Any]:
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
         job, recipe = self.job, self.recipe
         prompt_types = {
             name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
@@ -158,9 +149,7 @@ class ArtifactsBuild(KindBuild):
         }
         used = {"pool_rows_used": self.used.num_rows, "groups": self.groups}
         return {
-            **item_manifest_head(
-                "artifacts", recipe, job.seed, job.splits, job.options, job.protocol
-            ),
+            **item_manifest_head("artifacts", job),
             "text": self.text,
             "source": source_section(self.source, recipe, job.location, self.sources_meta),
             "fewshot": {**self.pool_record, **used},
@@ -168,9 +157,7 @@ class ArtifactsBuild(KindBuild):
             **item_manifest_outcome(staged, self.excluded, "nabench.validate.artifacts"),
         }
 
-    def card(
-        self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> Card:
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
         return artifacts_card(manifest, staged)
 
 

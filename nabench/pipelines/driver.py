@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,8 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from nabench.core.errors import ValidationFailed
-from nabench.pipelines.skeleton import (
-    BuildOptions,
-    BuildResult,
-    PhaseClock,
-    build_protocol,
-    check_strict,
-)
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, Resolved, check_strict
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
-from nabench.schemas.protocol import Protocol
 from nabench.stage.cards import finalize_parts, render_body
 from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, StagingArea
@@ -39,34 +31,6 @@ class Card:
     template: str
     metadata: dict[str, Any]
     context: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """What every kind resolves the same way from the recipe and the build options."""
-
-    recipe: Any
-    options: BuildOptions
-
-    @property
-    def seed(self) -> int:
-        return int(self.recipe.seed if self.options.seed is None else self.options.seed)
-
-    @property
-    def out(self) -> Path:
-        return self.options.out or Path("build") / self.recipe.name
-
-    @property
-    def splits(self) -> list[str]:  # item kinds
-        return list(self.options.splits or self.recipe.source.splits)
-
-    @property
-    def location(self) -> str | None:  # item kinds: where the source is read from
-        return self.options.source or self.recipe.source.hub_id
-
-    @cached_property
-    def protocol(self) -> Protocol:  # resolved only by the kinds that follow one
-        return build_protocol(self.options.protocol)
 
 
 @dataclass(frozen=True)
@@ -87,11 +51,14 @@ Steps = Generator[Step, None, None]
 
 
 class KindBuild:
-    """One build of one recipe kind, as `drive` runs it; a kind subclasses it."""
+    """One build of one recipe kind, as `drive` runs it. A kind supplies its `steps`, its
+    validator (the one `nabench validate` runs on the written files), build.json's fields in
+    order (`files` and `lm_eval` are staging's), its card, and what croissant.json states
+    beyond the manifest (`facts`: limitations, uses)."""
 
     lm_eval = False  # also write lm-eval tasks (the multiple-choice kinds)
     steps_total: int | None = None  # the progress bar's length in steps
-    uses: tuple[str, ...] = ()  # what a build of the kind is for (croissant.json)
+    uses: tuple[str, ...] = ()  # what a build of the kind is for
 
     def __init__(self, job: Resolved) -> None:
         self.job = job
@@ -100,22 +67,15 @@ class KindBuild:
         raise NotImplementedError
 
     def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
-        """The kind's validator, the one `nabench validate` runs on the written files."""
         raise NotImplementedError
 
-    def manifest(
-        self, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> dict[str, Any]:
-        """build.json's fields, in order (`files` and `lm_eval` are staging's)."""
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
         raise NotImplementedError
 
-    def card(
-        self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> Card:
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
         raise NotImplementedError
 
     def facts(self, manifest: Manifest) -> CardFacts:
-        """What croissant.json states beyond the manifest: limitations, uses."""
         return CardFacts(uses=self.uses)
 
     def exclusions(self, fields: dict[str, Any]) -> dict[str, Any]:

@@ -12,11 +12,12 @@ from nabench.audit.patterns import option_patterns
 from nabench.audit.redux import ReduxAudit, flagged_total
 from nabench.core.errors import NabenchError
 from nabench.perturb import Builder, ItemColumns, builders_for
-from nabench.pipelines.driver import Card, KindBuild, Resolved, Step, Steps, drive
+from nabench.pipelines.driver import Card, KindBuild, Step, Steps, drive
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
+    Resolved,
     audited_selection,
     item_card_parts,
     item_manifest_head,
@@ -71,8 +72,12 @@ class NABuild(KindBuild):
         super().__init__(job)
         recipe = self.recipe = job.recipe
         self.source = get_source(recipe.source.dataset)
-        self.protocol = job.protocol  # NA builds only record it
-        self.builders = make_builders(recipe)
+        self.protocol = job.protocol  # only recorded; a preset not for builds stops here
+        builders = self.builders = make_builders(recipe)
+        self.texts = (
+            inserted_texts(builders, "has_none_option"),
+            inserted_texts(builders, "has_all_option"),
+        )
         self.label_source = build_label_source(recipe, job.options)
         self.redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
         self.steps_total = len(job.splits) * (4 + len(self.builders))
@@ -80,19 +85,24 @@ class NABuild(KindBuild):
         self.excluded: list[pa.Table] = []
 
     def steps(self) -> Steps:
-        job, recipe, builders = self.job, self.recipe, self.builders
-        texts = (
-            inserted_texts(builders, "has_none_option"),
-            inserted_texts(builders, "has_all_option"),
-        )
+        job, recipe, opts, redux = self.job, self.recipe, self.job.options, self.redux
         for split in job.splits:
             loaded = load_split(
                 self.source, recipe, job.location, split, recipe.source.config, job.seed
             )
             yield Step("load", f"load {split}")
-            items, audit, donors, annotations = _audit_split(
-                recipe, loaded.items, job.options, job.seed, texts, self.redux, split
+            unknown = set(recipe.exclude_subjects) - set(loaded.items.column("subject").to_pylist())
+            if unknown:
+                raise NabenchError(
+                    f"recipe {recipe.name}: exclude_subjects {sorted(unknown)} not in the source"
+                )
+            # The items used (`--limit` / `--sample`, see `audited_selection`), their audit and
+            # the donor pool: the audited *whole* split, so a partial build borrows exactly what
+            # the full build borrows.
+            items, audit, whole = audited_selection(
+                loaded.items, self._audit, limit=opts.limit, sample=opts.sample, seed=job.seed
             )
+            annotations = redux.join(items, split)[1] if redux else None  # Redux, if asked for
             self.sources_meta[split] = split_record(loaded, items)
             yield Step("audit", f"audit {split}", quarantined=audit.excluded)
             eligible, label_cols, label_excluded, published = label_split(
@@ -101,8 +111,8 @@ class NABuild(KindBuild):
             excluded = pa.concat_tables([audit.excluded, label_excluded])
             self.excluded.append(excluded)
             yield Step("label", f"label {split}")
-            columns = ItemColumns.from_table(eligible, label_cols, donors)
-            for b in builders:
+            columns = ItemColumns.from_table(eligible, label_cols, whole.eligible)
+            for b in self.builders:
                 st = StagedTable(b.config_name, split, b.build(columns, job.seed))
                 yield Step("perturb", f"{b.config_name}/{split}", [st])
             side = [StagedTable("excluded", split, excluded)]
@@ -112,18 +122,21 @@ class NABuild(KindBuild):
                 side.append(StagedTable("labels", split, published))
             yield Step("stage", f"side tables/{split}", side)
 
+    def _audit(self, table: pa.Table) -> Audit:
+        # A donor-pool pass (split None): Redux flags quarantine, the join is not reported.
+        flags = self.redux.join(table, None)[0] if self.redux else {}
+        return audit_items(
+            table, *self.texts, exclude_subjects=self.recipe.exclude_subjects, extra_flags=flags
+        )
+
     def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
         return validate_na(staged)
 
-    def manifest(
-        self, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> dict[str, Any]:
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
         job, label_source, redux = self.job, self.label_source, self.redux
         checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
         return {
-            **item_manifest_head(
-                "na", self.recipe, job.seed, job.splits, job.options, self.protocol
-            ),
+            **item_manifest_head("na", job),
             "source": source_section(self.source, self.recipe, job.location, self.sources_meta),
             **item_manifest_outcome(staged, self.excluded, "nabench.validate.invariants", **checks),
             "labels": {
@@ -133,14 +146,12 @@ class NABuild(KindBuild):
             **({"redux": redux.summary()} if redux else {}),
         }
 
-    def card(
-        self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> Card:
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
         tags = ["nabench", "none-of-the-above", "perturbation"]
         metadata, context = item_card_parts(
             manifest, self.source, tags=tags, summary="Perturbed variants"
         )
-        context.update(_na_card_context(self.recipe, self.source, manifest, staged, validation))
+        context.update(_na_card_context(self.recipe, self.source, manifest, staged, report))
         return Card("na_card.md.jinja", metadata, context)
 
     def facts(self, manifest: Manifest) -> CardFacts:
@@ -168,38 +179,6 @@ def _letter_checks(staged: Sequence[StagedTable]) -> dict[str, Any]:
         if share > LETTER_SHARE_WARNING
     ]
     return {"letter_shares": letter_shares, "warnings": warnings}
-
-
-def _audit_split(
-    recipe: Recipe,
-    loaded: pa.Table,
-    options: BuildOptions,
-    seed: int,
-    texts: tuple[Sequence[str], Sequence[str]],
-    redux: ReduxAudit | None,
-    split: str,
-) -> tuple[pa.Table, Audit, pa.Table, pa.Table | None]:
-    """The items used (`--limit` / `--sample`, see `audited_selection`), their audit, the
-    donor pool (the audited *whole* split, so a partial build borrows exactly what the full
-    build borrows), and the Redux annotations of the items used (None without
-    `audit.redux`)."""
-    unknown = sorted(set(recipe.exclude_subjects) - set(loaded.column("subject").to_pylist()))
-    if unknown:
-        raise NabenchError(f"recipe {recipe.name}: exclude_subjects {unknown} not in the source")
-    na_texts, all_texts = texts
-
-    def run(table: pa.Table) -> Audit:
-        # A donor-pool pass (split None): Redux flags quarantine, the join is not reported.
-        flags = redux.join(table, None)[0] if redux else {}
-        return audit_items(
-            table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects, extra_flags=flags
-        )
-
-    items, audit, whole = audited_selection(
-        loaded, run, limit=options.limit, sample=options.sample, seed=seed
-    )
-    annotations = redux.join(items, split)[1] if redux else None
-    return items, audit, whole.eligible, annotations
 
 
 def _na_card_context(

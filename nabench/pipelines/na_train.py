@@ -50,7 +50,6 @@ from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, sele
 from nabench.pipelines.driver import (
     Card,
     KindBuild,
-    Resolved,
     Step,
     Steps,
     default_stats_path,
@@ -58,7 +57,7 @@ from nabench.pipelines.driver import (
 )
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.na import inserted_texts, make_builders
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, load_split, split_record
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, Resolved, load_split, split_record
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.na_train import (
     DISCARDED_ARROW,
@@ -325,9 +324,7 @@ class NATrainBuild(KindBuild):
         parts = [StagedTable(c, SPLIT, t) for c, t in self.tables.items()]
         return validate_na_train(parts, parse_answer, self.index)
 
-    def manifest(
-        self, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> dict[str, Any]:
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
         recipe, source, index, job = self.recipe, self.source, self.index, self.job
         sampler = recipe.sampler
         self.fields = {
@@ -350,9 +347,7 @@ class NATrainBuild(KindBuild):
         }
         return self.fields
 
-    def card(
-        self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> Card:
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
         return _card(self.recipe, self.source, self.fields)
 
     def after_commit(self, out: Path) -> None:

@@ -32,13 +32,12 @@ from nabench.llm.options import open_backend
 from nabench.pipelines.driver import (
     Card,
     KindBuild,
-    Resolved,
     Step,
     Steps,
     default_stats_path,
     drive,
 )
-from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, Resolved
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import Protocol
 from nabench.selfknow.classify import (
@@ -200,9 +199,7 @@ class SelfKnowBuild(KindBuild):
     def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
         return validate_selfknow(staged)
 
-    def manifest(
-        self, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> dict[str, Any]:
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
         generation, classification = self.generation, self.classification
         first = generation.tasks.column("generator_model").to_pylist()[:1]
         cls_models = sorted(set(classification.table.column("classifier_model").to_pylist()))
@@ -224,9 +221,7 @@ class SelfKnowBuild(KindBuild):
             "protocol": self.protocol.record(),
         }
 
-    def card(
-        self, manifest: Manifest, staged: Sequence[StagedTable], validation: ValidationReport
-    ) -> Card:
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
         return _card(self, manifest.counts)
 
     def exclusions(self, fields: dict[str, Any]) -> dict[str, Any]:

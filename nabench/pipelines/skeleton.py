@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -91,21 +92,42 @@ def build_protocol(name: str | None) -> Protocol:
     return protocol
 
 
-def item_manifest_head(
-    kind: str,
-    recipe: Any,
-    seed: int,
-    splits: Sequence[str],
-    options: BuildOptions,
-    protocol: Protocol,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Resolved:
+    """What every kind resolves the same way from the recipe and the build options."""
+
+    recipe: Any
+    options: BuildOptions
+
+    @property
+    def seed(self) -> int:
+        return int(self.recipe.seed if self.options.seed is None else self.options.seed)
+
+    @property
+    def out(self) -> Path:
+        return self.options.out or Path("build") / self.recipe.name
+
+    @property
+    def splits(self) -> list[str]:  # item kinds
+        return list(self.options.splits or self.recipe.source.splits)
+
+    @property
+    def location(self) -> str | None:  # item kinds: where the source is read from
+        return self.options.source or self.recipe.source.hub_id
+
+    @cached_property
+    def protocol(self) -> Protocol:  # resolved only by the kinds that follow one
+        return build_protocol(self.options.protocol)
+
+
+def item_manifest_head(kind: str, job: Resolved) -> dict[str, Any]:
     """The first keys of an item build's build.json (NA and artifact builds), in order."""
     return {
-        **manifest_header(kind, recipe, seed),
-        "splits": list(splits),
-        "limit": options.limit,
-        "sample": options.sample,
-        "protocol": protocol.record(),
+        **manifest_header(kind, job.recipe, job.seed),
+        "splits": job.splits,
+        "limit": job.options.limit,
+        "sample": job.options.sample,
+        "protocol": job.protocol.record(),
     }
 
 
