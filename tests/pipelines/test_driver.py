@@ -141,3 +141,18 @@ def test_a_failed_validation_writes_nothing(
         build_kind(kind, out)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+
+
+@pytest.mark.parametrize("kind", ["selfknow", "na-train"])
+def test_model_kinds_write_their_stats_beside_the_build(
+    kind: str, build_kind: Callable[..., BuildResult], tmp_path: Path
+) -> None:
+    """The after-commit hook writes `<out>.stats.json` (the model job's calls); selfknow's
+    report/ folder is part of the tree, hashed into build.json like the tables."""
+    out = tmp_path / "out"
+    build_kind(kind, out)
+    stats = json.loads((tmp_path / "out.stats.json").read_text())
+    assert stats["total"] > 0 and stats["calls"] + stats["cache_hits"] >= stats["total"]
+    files = json.loads((out / "build.json").read_text())["files"]
+    report = {"report/report.md", "report/metrics.json"}
+    assert (report <= set(files)) == (kind == "selfknow")
