@@ -248,18 +248,22 @@ def infer_questions(
         "stats": total.to_dict(),
     }
     target = Path(out) if out is not None else built
-    updated = Manifest.model_validate(fields)
-    recipe = updated.recipe  # the card on top of the one in `target`, as a build's is
+    restage(target, staged, Manifest.model_validate(fields))
+    new_counts = {c: counts[c] for c in NEW_CONFIGS}
+    return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
+
+
+def restage(target: Path, staged: list[StagedTable], manifest: Manifest) -> None:
+    """An artifact build staged again with its new configs, atomically; its card on top of
+    the one in `target`, as a rebuild's is (hand-added metadata and changelog kept)."""
+    recipe = manifest.recipe
     repo_id = recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}"
-    readme = card_renderer(
-        target, recipe["version"], repo_id, updated, artifacts_card(updated, staged)
-    )
+    card = artifacts_card(manifest, staged)
+    readme = card_renderer(target, recipe["version"], repo_id, manifest, card)
     with StagingArea(target) as area:
         for st in staged:
             area.add(st)
-        area.commit(readme, updated, CardFacts(uses=ARTIFACT_USES))
-    new_counts = {c: counts[c] for c in NEW_CONFIGS}
-    return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
+        area.commit(readme, manifest, CardFacts(uses=ARTIFACT_USES))
 
 
 __all__ = [

@@ -143,12 +143,8 @@ class SelfKnowBuild(KindBuild):
 
     def steps(self) -> Steps:
         recipe, taxonomy, prompts = self.recipe, self.taxonomy, self.prompts
-        options = self.job.options
-        ask: dict[str, Any] = {
-            "taxonomy": taxonomy,
-            "prompts": prompts,
-            "progress": options.progress,
-        }
+        opts = self.job.options
+        ask: dict[str, Any] = {"taxonomy": taxonomy, "prompts": prompts, "progress": opts.progress}
         settings = generation_settings(recipe, self.n_per_class, self.seed)
         with ResponseCache(self.cache_path) as cache:
             gen_backend = open_backend(recipe.generator)
@@ -162,7 +158,7 @@ class SelfKnowBuild(KindBuild):
                     job = replace(
                         job, task=f"{job.task} and classify them", requests=job.requests + slots
                     )
-                job.require_confirmation(options.yes)
+                job.require_confirmation(opts.yes)
                 self.generation = generate_tasks(gen_backend, cache, settings, **ask)
                 yield Step("generate")
                 spec = recipe.classifier_model()
@@ -176,7 +172,7 @@ class SelfKnowBuild(KindBuild):
                     cache,
                     self.generation.tasks,
                     classification_settings(recipe, self.seed),
-                    confirmed=options.yes,
+                    confirmed=opts.yes,
                     **ask,
                 )
                 yield Step("classify")
