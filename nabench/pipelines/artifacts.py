@@ -3,23 +3,23 @@
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from nabench.audit.eligibility import Audit, audit_items, split_by_flags
-from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.errors import NabenchError
 from nabench.perturb.artifacts import PROMPT_TYPES, Items, plan_fewshot
+from nabench.pipelines.driver import Card, KindBuild, Step, Steps, drive
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
+    Resolved,
     audited_selection,
-    build_protocol,
-    check_strict,
     item_card_parts,
     item_manifest_head,
     item_manifest_outcome,
@@ -30,10 +30,8 @@ from nabench.schemas.artifacts_recipe import ArtifactsRecipe
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import artifacts_preset
 from nabench.sources import LoadedSplit, Source, get_source
-from nabench.stage.cards import render_card
-from nabench.stage.croissant import CardFacts
-from nabench.stage.hub_layout import StagedTable, source_section, stage
-from nabench.validate.invariants import summarise_violations
+from nabench.stage.hub_layout import StagedTable, source_section
+from nabench.validate.invariants import ValidationReport
 from nabench.validate.kinds import validate_artifacts
 
 # Eligibility reasons that make an item unusable for the artifact prompts. Items that already
@@ -81,72 +79,86 @@ def record_key(item_id: str) -> str:
 
 def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResult:
     """Build every prompt config of an `artifacts` recipe and stage it in `options.out`."""
-    source = get_source(recipe.source.dataset)
-    seed = recipe.seed if options.seed is None else options.seed
-    splits = list(options.splits or recipe.source.splits)
-    out = options.out or Path("build") / recipe.name
-    fs = recipe.fewshot
-    pool_config = fs.config or recipe.source.config
-    if pool_config == recipe.source.config and fs.split in splits:
-        raise NabenchError(f"few-shot split {fs.split!r} is also an evaluated split")
-    location = options.source or recipe.source.hub_id
-    protocol = build_protocol(options.protocol)
-    text = artifacts_preset(protocol).text
+    return drive(ArtifactsBuild, recipe, options)
 
-    loaded = {
-        split: load_split(source, recipe, location, split, recipe.source.config, seed)
-        for split in splits
-    }
-    pool_loaded = load_split(source, recipe, location, fs.split, pool_config, seed)
-    pool, pool_record = _fewshot_pool(recipe, source, pool_loaded, loaded.values())
-    pool_items = Items.from_table(pool, text)
 
-    staged: list[StagedTable] = []
-    excluded_tables: list[pa.Table] = []
-    sources_meta: dict[str, Any] = {}
-    used_pool_rows: set[int] = set()
-    groups: dict[str, int] = {}
-    for split in splits:
-        ls = loaded[split]
-        items, audit, _ = audited_selection(
-            ls.items, audit_for_artifacts, limit=options.limit, sample=options.sample, seed=seed
-        )
-        sources_meta[split] = split_record(ls, items)
-        check_strict(audit.excluded, options.strict)
-        excluded_tables.append(audit.excluded)
-        test_items = Items.from_table(audit.eligible, text)
-        plan = plan_fewshot(
-            test_items, pool_items, protocol=fs.protocol, k=fs.k, seed=seed, dataset=source.name
-        )
-        groups[split] = len(plan.keys)
-        for rows in plan.rows:
-            used_pool_rows.update(rows)
-        for name in recipe.prompt_types:
-            table = PROMPT_TYPES[name].build(test_items, pool_items, plan, seed)
-            staged.append(StagedTable(name, split, table))
-        staged.append(StagedTable(EXCLUDED_CONFIG, split, audit.excluded))
-    used = pool.take(pa.array(sorted(used_pool_rows), pa.int64()))
-    staged.append(StagedTable(FEWSHOT_CONFIG, fs.split, used))
+class ArtifactsBuild(KindBuild):
+    """An artifact build: the splits and the few-shot pool loaded, then per split the audit
+    and every prompt config, then the few-shot rows the prompts used."""
 
-    violations = validate_artifacts(staged, text=text, k=fs.k, pool=pool).violations
-    if violations:
-        raise ValidationFailed(summarise_violations(violations))
+    uses = ARTIFACT_USES
 
-    prompt_types = {
-        name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
-        for name in recipe.prompt_types
-    }
-    fields = {
-        **item_manifest_head("artifacts", recipe, seed, splits, options, protocol),
-        "text": text,
-        "source": source_section(source, recipe, location, sources_meta),
-        "fewshot": {**pool_record, "pool_rows_used": used.num_rows, "groups": groups},
-        "prompt_types": prompt_types,
-        **item_manifest_outcome(staged, excluded_tables, "nabench.validate.artifacts"),
-    }
-    manifest = Manifest.model_validate(fields)
-    stage(out, staged, readme_renderer(manifest, staged), manifest, CardFacts(uses=ARTIFACT_USES))
-    return BuildResult(out, manifest.counts, fields["exclusions"], {}, [])
+    def __init__(self, job: Resolved) -> None:
+        super().__init__(job)
+        recipe = self.recipe = job.recipe
+        self.source = get_source(recipe.source.dataset)
+        fs = recipe.fewshot
+        self.pool_config = fs.config or recipe.source.config
+        if self.pool_config == recipe.source.config and fs.split in job.splits:
+            raise NabenchError(f"few-shot split {fs.split!r} is also an evaluated split")
+        self.text = artifacts_preset(job.protocol).text
+        self.steps_total = 2 * len(job.splits) + 2
+        self.sources_meta: dict[str, Any] = {}
+        self.excluded: list[pa.Table] = []
+        self.groups: dict[str, int] = {}
+
+    def steps(self) -> Steps:
+        job, recipe, source, fs = self.job, self.recipe, self.source, self.recipe.fewshot
+        opts, seed = job.options, job.seed
+        load = functools.partial(load_split, source, recipe, job.location, seed=seed)
+        loaded = {split: load(split, recipe.source.config) for split in job.splits}
+        pool_loaded = load(fs.split, self.pool_config)
+        self.pool, self.pool_record = _fewshot_pool(recipe, source, pool_loaded, loaded.values())
+        pool_items = Items.from_table(self.pool, self.text)
+        yield Step("load", "load")
+        used_pool_rows: set[int] = set()
+        for split, ls in loaded.items():
+            items, audit, _ = audited_selection(
+                ls.items, audit_for_artifacts, limit=opts.limit, sample=opts.sample, seed=seed
+            )
+            self.sources_meta[split] = split_record(ls, items)
+            self.excluded.append(audit.excluded)
+            yield Step("audit", f"audit {split}", quarantined=audit.excluded)
+            test_items = Items.from_table(audit.eligible, self.text)
+            plan = plan_fewshot(
+                test_items, pool_items, protocol=fs.protocol, k=fs.k, seed=seed, dataset=source.name
+            )
+            self.groups[split] = len(plan.keys)
+            for rows in plan.rows:
+                used_pool_rows.update(rows)
+            tables = [
+                StagedTable(
+                    name, split, PROMPT_TYPES[name].build(test_items, pool_items, plan, seed)
+                )
+                for name in recipe.prompt_types
+            ]
+            yield Step(
+                "perturb", split, [*tables, StagedTable(EXCLUDED_CONFIG, split, audit.excluded)]
+            )
+        self.used = self.pool.take(pa.array(sorted(used_pool_rows), pa.int64()))
+        yield Step("perturb", FEWSHOT_CONFIG, [StagedTable(FEWSHOT_CONFIG, fs.split, self.used)])
+
+    def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
+        return validate_artifacts(staged, text=self.text, k=self.recipe.fewshot.k, pool=self.pool)
+
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
+        job, recipe = self.job, self.recipe
+        prompt_types = {
+            name: {"stop": PROMPT_TYPES[name].stop, "description": PROMPT_TYPES[name].description}
+            for name in recipe.prompt_types
+        }
+        used = {"pool_rows_used": self.used.num_rows, "groups": self.groups}
+        return {
+            **item_manifest_head("artifacts", job),
+            "text": self.text,
+            "source": source_section(self.source, recipe, job.location, self.sources_meta),
+            "fewshot": {**self.pool_record, **used},
+            "prompt_types": prompt_types,
+            **item_manifest_outcome(staged, self.excluded, "nabench.validate.artifacts"),
+        }
+
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
+        return artifacts_card(manifest, staged)
 
 
 def _fewshot_pool(
@@ -184,53 +196,41 @@ def last_example(prompt: str) -> str:
     return prompt.rsplit("\n\n", 1)[-1]
 
 
-def readme_renderer(
-    manifest: Manifest, staged: Sequence[StagedTable]
-) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]:
-    """The README renderer of an artifact build, from its manifest and staged tables (also
-    used by the question-inference pipeline when it adds configs)."""
+def artifacts_card(manifest: Manifest, staged: Sequence[StagedTable]) -> Card:
+    """The card of an artifact build, from its manifest and staged tables (also used by the
+    question-inference pipeline when it adds configs)."""
     recipe = manifest.recipe
     source = get_source(recipe["source"]["dataset"])
     counts, record = manifest.counts, manifest.record()
-    examples = _card_examples(staged)
-
-    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        tags = ["nabench", "mcqa-artifacts", "choices-only", "memorization"]
-        metadata, context = item_card_parts(
-            manifest, source, configs, infos, tags=tags, summary="Artifact probes"
-        )
-        prompt_types = [
-            {
-                "config": name,
-                "stop": json.dumps(meta["stop"]),
-                "description": meta["description"],
-                "rows": ", ".join(f"{s}: {n}" for s, n in counts.get(name, {}).items()),
-            }
-            for name, meta in (manifest.prompt_types or {}).items()
-        ]
-        context |= {
-            "source_fingerprint": ", ".join(
-                f"{s}: {m['fingerprint'][:16]}" for s, m in record["source"]["splits"].items()
-            ),
-            "counts": [
-                {"config": c, "split": s, "rows": n}
-                for c, d in counts.items()
-                for s, n in d.items()
-            ],
-            "prompt_types": prompt_types,
-            "fewshot": record["fewshot"],
-            "exclusions": record["exclusions"]["by_reason"],
-            "excluded_total": record["exclusions"]["total"],
-            "examples": examples,
-            "question_inference": manifest.question_inference,
-            "repo_id": recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}",
-            "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
-            "example_split": next(iter(manifest.splits or [])),
-            "artifacts_citation": ARTIFACTS_CITATION,
+    tags = ["nabench", "mcqa-artifacts", "choices-only", "memorization"]
+    metadata, context = item_card_parts(manifest, source, tags=tags, summary="Artifact probes")
+    prompt_types = [
+        {
+            "config": name,
+            "stop": json.dumps(meta["stop"]),
+            "description": meta["description"],
+            "rows": ", ".join(f"{s}: {n}" for s, n in counts.get(name, {}).items()),
         }
-        return render_card(template="artifacts_card.md.jinja", metadata=metadata, context=context)
-
-    return render
+        for name, meta in (manifest.prompt_types or {}).items()
+    ]
+    context |= {
+        "source_fingerprint": ", ".join(
+            f"{s}: {m['fingerprint'][:16]}" for s, m in record["source"]["splits"].items()
+        ),
+        "counts": [
+            {"config": c, "split": s, "rows": n} for c, d in counts.items() for s, n in d.items()
+        ],
+        "prompt_types": prompt_types,
+        "fewshot": record["fewshot"],
+        "exclusions": record["exclusions"]["by_reason"],
+        "excluded_total": record["exclusions"]["total"],
+        "examples": _card_examples(staged),
+        "question_inference": manifest.question_inference,
+        "example_config": "choices_only" if "choices_only" in counts else next(iter(counts)),
+        "example_split": next(iter(manifest.splits or [])),
+        "artifacts_citation": ARTIFACTS_CITATION,
+    }
+    return Card("artifacts_card.md.jinja", metadata, context)
 
 
 def _card_examples(staged: Sequence[StagedTable]) -> list[dict[str, Any]]:

@@ -3,44 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from tqdm.auto import tqdm
 
 from nabench.audit.eligibility import Audit, audit_items
 from nabench.audit.patterns import option_patterns
 from nabench.audit.redux import ReduxAudit, flagged_total
-from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.errors import NabenchError
 from nabench.perturb import Builder, ItemColumns, builders_for
+from nabench.pipelines.driver import Card, KindBuild, Step, Steps, drive
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.skeleton import (
     BuildOptions,
     BuildResult,
-    PhaseClock,
+    Resolved,
     audited_selection,
-    build_protocol,
-    check_strict,
     item_card_parts,
     item_manifest_head,
     item_manifest_outcome,
     load_split,
     split_record,
 )
-from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
+from nabench.schemas.manifest import Manifest
 from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import SAMPLE_DRAW
 from nabench.stage.cards import context as cc
-from nabench.stage.cards import finalize_parts, render_body
 from nabench.stage.croissant import CardFacts, partial_build_lines
-from nabench.stage.hub_layout import StagedTable, StagingArea, source_section
+from nabench.stage.hub_layout import StagedTable, source_section
 from nabench.validate.invariants import (
     LETTER_SHARE_WARNING,
     ValidationReport,
     letter_distribution,
-    summarise_violations,
 )
 from nabench.validate.kinds import NA_SIDE_CONFIGS, validate_na
 
@@ -65,84 +60,103 @@ def make_builders(recipe: Recipe) -> list[Builder]:
 
 def build(recipe: Recipe, options: BuildOptions) -> BuildResult:
     """Run the whole pipeline for a recipe and stage the result in `options.out`."""
-    source = get_source(recipe.source.dataset)
-    seed = recipe.seed if options.seed is None else options.seed
-    splits = list(options.splits or recipe.source.splits)
-    out = options.out or Path("build") / recipe.name
-    location = options.source or recipe.source.hub_id
-    protocol = build_protocol(options.protocol)  # NA builds only record it
-    builders = make_builders(recipe)
-    na_texts = inserted_texts(builders, "has_none_option")
-    all_texts = inserted_texts(builders, "has_all_option")
-    label_source = build_label_source(recipe, options)
-    label_mode = label_source.mode if label_source else "none"
-    redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
+    return drive(NABuild, recipe, options)
 
-    # Parquet files are written in the background as soon as each config is built; nothing
-    # reaches `out` unless validation passes and `commit` swaps the finished tree in.
-    with StagingArea(out) as area:
-        sources_meta: dict[str, Any] = {}
-        excluded_tables: list[pa.Table] = []
-        steps = len(splits) * (3 + len(builders))
-        bar = tqdm(
-            total=steps, desc=f"build {recipe.name}", disable=not options.progress, unit="step"
+
+class NABuild(KindBuild):
+    """An NA build: per split load, audit, label, one config per builder, the side tables."""
+
+    lm_eval = True
+
+    def __init__(self, job: Resolved) -> None:
+        super().__init__(job)
+        recipe = self.recipe = job.recipe
+        self.source = get_source(recipe.source.dataset)
+        self.protocol = job.protocol  # only recorded; a preset not for builds stops here
+        builders = self.builders = make_builders(recipe)
+        self.texts = (
+            inserted_texts(builders, "has_none_option"),
+            inserted_texts(builders, "has_all_option"),
         )
-        clock = PhaseClock()
-        for split in splits:
-            bar.set_postfix_str(f"load {split}")
-            with clock("load"):
-                loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
-            bar.update()
-            with clock("audit"):
-                items, audit, donors, annotations = _audit_split(
-                    recipe, loaded.items, options, seed, (na_texts, all_texts), redux, split
-                )
-            sources_meta[split] = split_record(loaded, items)
-            check_strict(audit.excluded, options.strict)
-            with clock("label"):
-                eligible, label_cols, label_excluded, published = label_split(
-                    audit.eligible, label_source, split
-                )
-            excluded = pa.concat_tables([audit.excluded, label_excluded])
-            excluded_tables.append(excluded)
-            bar.update()
-            columns = ItemColumns.from_table(eligible, label_cols, donors)
-            for builder in builders:
-                bar.set_postfix_str(f"{builder.config_name}/{split}")
-                with clock("perturb"):
-                    table = builder.build(columns, seed)
-                area.add(StagedTable(builder.config_name, split, table))
-                bar.update()
-            area.add(StagedTable("excluded", split, excluded))
-            if annotations is not None:
-                area.add(StagedTable("redux", split, annotations))
-            if published is not None:
-                area.add(StagedTable("labels", split, published))
-            bar.update()
-        bar.close()
+        self.label_source = build_label_source(recipe, job.options)
+        self.redux = ReduxAudit(recipe.audit.redux) if recipe.audit.redux else None
+        self.steps_total = len(job.splits) * (4 + len(self.builders))
+        self.sources_meta: dict[str, Any] = {}
+        self.excluded: list[pa.Table] = []
 
-        staged = area.tables
-        with clock("validate"):  # the validator `nabench validate` runs on the written files
-            validation = validate_na(staged)
-        if validation.violations:
-            raise ValidationFailed(summarise_violations(validation.violations))
+    def steps(self) -> Steps:
+        job, recipe, opts, redux = self.job, self.recipe, self.job.options, self.redux
+        for split in job.splits:
+            loaded = load_split(
+                self.source, recipe, job.location, split, recipe.source.config, job.seed
+            )
+            yield Step("load", f"load {split}")
+            unknown = set(recipe.exclude_subjects) - set(loaded.items.column("subject").to_pylist())
+            if unknown:
+                raise NabenchError(
+                    f"recipe {recipe.name}: exclude_subjects {sorted(unknown)} not in the source"
+                )
+            # The items used (`--limit` / `--sample`, see `audited_selection`), their audit and
+            # the donor pool: the audited *whole* split, so a partial build borrows exactly what
+            # the full build borrows.
+            items, audit, whole = audited_selection(
+                loaded.items, self._audit, limit=opts.limit, sample=opts.sample, seed=job.seed
+            )
+            annotations = redux.join(items, split)[1] if redux else None  # Redux, if asked for
+            self.sources_meta[split] = split_record(loaded, items)
+            yield Step("audit", f"audit {split}", quarantined=audit.excluded)
+            eligible, label_cols, label_excluded, published = label_split(
+                audit.eligible, self.label_source, split
+            )
+            excluded = pa.concat_tables([audit.excluded, label_excluded])
+            self.excluded.append(excluded)
+            yield Step("label", f"label {split}")
+            columns = ItemColumns.from_table(eligible, label_cols, whole.eligible)
+            for b in self.builders:
+                st = StagedTable(b.config_name, split, b.build(columns, job.seed))
+                yield Step("perturb", f"{b.config_name}/{split}", [st])
+            side = [StagedTable("excluded", split, excluded)]
+            if annotations is not None:
+                side.append(StagedTable("redux", split, annotations))
+            if published is not None:
+                side.append(StagedTable("labels", split, published))
+            yield Step("stage", f"side tables/{split}", side)
+
+    def _audit(self, table: pa.Table) -> Audit:
+        # A donor-pool pass (split None): Redux flags quarantine, the join is not reported.
+        flags = self.redux.join(table, None)[0] if self.redux else {}
+        return audit_items(
+            table, *self.texts, exclude_subjects=self.recipe.exclude_subjects, extra_flags=flags
+        )
+
+    def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
+        return validate_na(staged)
+
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
+        job, label_source, redux = self.job, self.label_source, self.redux
         checks = {"audit_patterns": option_patterns().manifest(), **_letter_checks(staged)}
-        fields = {
-            **item_manifest_head("na", recipe, seed, splits, options, protocol),
-            "source": source_section(source, recipe, location, sources_meta),
-            **item_manifest_outcome(
-                staged, excluded_tables, "nabench.validate.invariants", **checks
-            ),
-            "labels": {"mode": label_mode, **(label_source.info() if label_source else {})},
+        return {
+            **item_manifest_head("na", job),
+            "source": source_section(self.source, self.recipe, job.location, self.sources_meta),
+            **item_manifest_outcome(staged, self.excluded, "nabench.validate.invariants", **checks),
+            "labels": {
+                "mode": label_source.mode if label_source else "none",
+                **(label_source.info() if label_source else {}),
+            },
             **({"redux": redux.summary()} if redux else {}),
         }
-        manifest = Manifest.model_validate(fields)
-        readme = _readme_renderer(recipe, source, manifest, staged, out, validation)
-        with clock("stage"):  # what is left of the background writes, then README + manifest
-            area.commit(readme, manifest, _card_facts(manifest), lm_eval=True)
-        counts, exclusions = fields["counts"], fields["exclusions"]
-        shares, warnings = checks["letter_shares"], checks["warnings"]
-        return BuildResult(out, counts, exclusions, shares, warnings, clock.seconds)
+
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
+        tags = ["nabench", "none-of-the-above", "perturbation"]
+        metadata, context = item_card_parts(
+            manifest, self.source, tags=tags, summary="Perturbed variants"
+        )
+        context.update(_na_card_context(self.recipe, self.source, manifest, staged, report))
+        return Card("na_card.md.jinja", metadata, context)
+
+    def facts(self, manifest: Manifest) -> CardFacts:
+        """What croissant.json states beyond the manifest: limitations and use cases."""
+        return CardFacts(tuple(_limitations(manifest)), NA_USES)
 
 
 def inserted_texts(builders: Sequence[Builder], reason: str) -> tuple[str, ...]:
@@ -165,83 +179,6 @@ def _letter_checks(staged: Sequence[StagedTable]) -> dict[str, Any]:
         if share > LETTER_SHARE_WARNING
     ]
     return {"letter_shares": letter_shares, "warnings": warnings}
-
-
-def _audit_split(
-    recipe: Recipe,
-    loaded: pa.Table,
-    options: BuildOptions,
-    seed: int,
-    texts: tuple[Sequence[str], Sequence[str]],
-    redux: ReduxAudit | None,
-    split: str,
-) -> tuple[pa.Table, Audit, pa.Table, pa.Table | None]:
-    """The items used (`--limit` / `--sample`, see `audited_selection`), their audit, the
-    donor pool (the audited *whole* split, so a partial build borrows exactly what the full
-    build borrows), and the Redux annotations of the items used (None without
-    `audit.redux`)."""
-    unknown = sorted(set(recipe.exclude_subjects) - set(loaded.column("subject").to_pylist()))
-    if unknown:
-        raise NabenchError(f"recipe {recipe.name}: exclude_subjects {unknown} not in the source")
-    na_texts, all_texts = texts
-
-    def run(table: pa.Table) -> Audit:
-        # A donor-pool pass (split None): Redux flags quarantine, the join is not reported.
-        flags = redux.join(table, None)[0] if redux else {}
-        return audit_items(
-            table, na_texts, all_texts, exclude_subjects=recipe.exclude_subjects, extra_flags=flags
-        )
-
-    items, audit, whole = audited_selection(
-        loaded, run, limit=options.limit, sample=options.sample, seed=seed
-    )
-    annotations = redux.join(items, split)[1] if redux else None
-    return items, audit, whole.eligible, annotations
-
-
-def _readme_renderer(
-    recipe: Recipe,
-    source: Source,
-    manifest: Manifest,
-    staged: Sequence[StagedTable],
-    out: Path,
-    validation: ValidationReport,
-) -> Any:
-    """The README renderer `stage` calls with the `configs`/`dataset_info` it derived.
-
-    The previous build in `out` (if any) is read now, before `stage` replaces it: its card's
-    metadata is merged (not overwritten) and its changelog carried over.
-    """
-    previous_readme, previous_manifest = _previous_release(out, recipe.version)
-
-    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        tags = ["nabench", "none-of-the-above", "perturbation"]
-        metadata, context = item_card_parts(
-            manifest, source, configs, infos, tags=tags, summary="Perturbed variants"
-        )
-        context.update(_na_card_context(recipe, source, manifest, staged, validation))
-        return finalize_parts(
-            metadata,
-            render_body("na_card.md.jinja", context),
-            version=recipe.version,
-            repo_id=recipe.publish.repo_id or f"ORG/{recipe.name}",
-            manifest=manifest,
-            previous_readme=previous_readme,
-            previous_manifest=previous_manifest,
-        )
-
-    return render
-
-
-def _previous_release(out: Path, version: str) -> tuple[str | None, Manifest | None]:
-    """The card of the build now in `out`, and its manifest unless it is a rebuild of
-    `version` (the changelog compares against an earlier release, not against itself)."""
-    readme, built = out / "README.md", out / MANIFEST
-    previous_readme = readme.read_text(encoding="utf-8") if readme.is_file() else None
-    previous_manifest = read_manifest_file(built) if built.is_file() else None
-    if previous_manifest is not None and previous_manifest.recipe_version == version:
-        previous_manifest = None
-    return previous_readme, previous_manifest
 
 
 def _na_card_context(
@@ -322,11 +259,6 @@ def _redux_card(summary: dict[str, Any] | None) -> dict[str, Any] | None:
         "unmatched_count": len(summary["unmatched"]),
         "by_type": dict(sorted(by_type.items())),
     }
-
-
-def _card_facts(manifest: Manifest) -> CardFacts:
-    """What croissant.json states beyond the manifest: limitations and use cases."""
-    return CardFacts(tuple(_limitations(manifest)), NA_USES)
 
 
 def _limitations(manifest: Manifest) -> list[str]:

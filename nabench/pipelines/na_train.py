@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,8 @@ import pyarrow as pa
 
 from nabench.audit.contamination import EvalIndex, contamination_counts, contamination_flags
 from nabench.audit.eligibility import audit_items, exclusion_counts, split_by_flags
-from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.errors import NabenchError
 from nabench.core.rng import item_hashes
-from nabench.core.version import __version__
 from nabench.evaluation import parse_answer
 from nabench.evaluation.prompts import cot_prompt
 from nabench.llm import (
@@ -48,16 +47,17 @@ from nabench.llm import (
 from nabench.llm.options import default_cache_path, open_backend
 from nabench.perturb import ItemColumns
 from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
+from nabench.pipelines.driver import (
+    Card,
+    KindBuild,
+    Step,
+    Steps,
+    default_stats_path,
+    drive,
+)
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.na import inserted_texts, make_builders
-from nabench.pipelines.skeleton import (
-    BuildOptions,
-    BuildResult,
-    PhaseClock,
-    check_strict,
-    load_split,
-    split_record,
-)
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, Resolved, load_split, split_record
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.na_train import (
     DISCARDED_ARROW,
@@ -67,16 +67,14 @@ from nabench.schemas.na_train import (
     NATrainRecipe,
 )
 from nabench.sources import Source, get_source
-from nabench.stage.cards import render_card, size_category
-from nabench.stage.croissant import CardFacts
+from nabench.stage.cards import size_category
 from nabench.stage.hub_layout import (
     StagedTable,
-    StagingArea,
     manifest_header,
     row_counts,
     source_section,
 )
-from nabench.validate.invariants import summarise_violations
+from nabench.validate.invariants import ValidationReport
 from nabench.validate.kinds import validate_na_train
 
 SPLIT = "train"
@@ -164,11 +162,11 @@ def eval_index(source: Source, recipe: NATrainRecipe, options: BuildOptions) -> 
     return EvalIndex.from_questions(questions, origin)
 
 
-def prepare(
+def preparing(
     recipe: NATrainRecipe, options: BuildOptions, source: Source, index: EvalIndex, seed: int
-) -> Prepared:
+) -> Generator[Step, None, Prepared]:
     """Load every split; quarantine evaluation questions, then ineligible items, then items
-    not NA-applicable; build the variants of the rest."""
+    not NA-applicable; build the variants of the rest (the build's first steps)."""
     builders = make_builders(recipe)  # type: ignore[arg-type]  # same variant specs as `na`
     na_texts = inserted_texts(builders, "has_none_option")
     label_source = build_label_source(recipe, options)
@@ -181,17 +179,19 @@ def prepare(
         loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
         items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
         sources[split] = split_record(loaded, items)
+        yield Step("load", f"load {split}")
         questions = items.column("question").to_pylist()
         for k, v in contamination_counts(questions, index).items():
             counts[k] += v
         clean = split_by_flags(items, contamination_flags(questions, index))
         audit = audit_items(clean.eligible, na_texts)
-        check_strict(audit.excluded, options.strict)
+        yield Step("audit", f"audit {split}", quarantined=audit.excluded)
         eligible, label_cols, label_excluded, _ = label_split(audit.eligible, label_source, split)
         excluded += [clean.excluded, audit.excluded, label_excluded]
         columns = ItemColumns.from_table(eligible, label_cols)
         for b in builders:
             per_builder[b.config_name].append(b.build(columns, seed))
+        yield Step("perturb", split)
     variants = [pa.concat_tables(tables) for tables in per_builder.values()]
     return Prepared(variants, pa.concat_tables(excluded), sources, counts)
 
@@ -290,95 +290,91 @@ NA_TRAIN_USES = (
 
 def build_na_train(recipe: NATrainRecipe, options: BuildOptions) -> BuildResult:
     """Run the whole `na-train` pipeline and stage the result in `options.out`."""
-    source = get_source(recipe.source.dataset)
-    seed = recipe.seed if options.seed is None else options.seed
-    out = options.out or Path("build") / recipe.name
-    clock = PhaseClock()
-    with clock("load"):
-        index = eval_index(source, recipe, options)
-        prepared = prepare(recipe, options, source, index, seed)
-    with clock("sample"):
-        samples, stats, model = sample(recipe, prepared.variants, options, seed)
-    with clock("select"):
-        tables = selection_tables(recipe, samples)
-    with clock("validate"):  # the validator `nabench validate` runs on the written files
-        parts = [StagedTable(c, SPLIT, t) for c, t in tables.items()]
-        violations = validate_na_train(parts, parse_answer, index).violations
-    if violations:
-        raise ValidationFailed(summarise_violations(violations))
-    # An empty config is not written: `datasets` cannot load a split without rows.
-    staged = [
-        StagedTable(c, SPLIT, t)
-        for c, t in {**tables, "excluded": prepared.excluded}.items()
-        if t.num_rows
-    ]
-    counts = row_counts(staged)
-    exclusions = exclusion_counts(prepared.excluded)
-    fields = {
-        **manifest_header("na-train", recipe, seed),
-        "splits": list(options.splits or recipe.source.splits),
-        "limit": options.limit,
-        "source": source_section(
-            source, recipe, options.source or recipe.source.hub_id, prepared.sources
-        ),
-        "model": {
-            "backend": recipe.sampler.backend,
-            "engine": recipe.sampler.engine,
-            "model_id": model,
-        },
-        "sampling": recipe.sampler.model_dump(include={"n", "temperature", "top_p", "max_tokens"}),
-        "counts": counts,
-        "per_variant": per_variant(tables, recipe.sampler.n),
-        "exclusions": exclusions,
-        "decontamination": {
-            "against": index.origin,
-            "eval_rows": index.rows,
-            **prepared.contamination,
-        },
-        "licence": {"source": source.license, "outputs": recipe.licence.outputs},
-        "validation": {"violations": 0, "rules": "nabench.validate.na_train"},
-    }
-    with StagingArea(out) as area, clock("stage"):
-        for st in staged:
-            area.add(st)
-        readme = _readme_renderer(recipe, source, fields)
-        area.commit(readme, Manifest.model_validate(fields), CardFacts(uses=NA_TRAIN_USES))
-    write_stats(stats, out.parent / f"{out.name}.stats.json")
-    return BuildResult(out, counts, exclusions, {}, [], clock.seconds)
+    return drive(NATrainBuild, recipe, options)
 
 
-def _readme_renderer(recipe: NATrainRecipe, source: Source, manifest: dict[str, Any]) -> Any:
+class NATrainBuild(KindBuild):
+    """An na-train build: the evaluation index, per split load, audit and variants, then the
+    samples and the training rows chosen from them."""
+
+    uses = NA_TRAIN_USES
+
+    def __init__(self, job: Resolved) -> None:
+        super().__init__(job)
+        self.recipe = job.recipe
+        self.source = get_source(job.recipe.source.dataset)
+        self.steps_total = 3 + 3 * len(job.splits)
+
+    def steps(self) -> Steps:
+        recipe, options, seed = self.recipe, self.job.options, self.job.seed
+        self.index = eval_index(self.source, recipe, options)
+        yield Step("load", "decontamination splits")
+        self.prepared = yield from preparing(recipe, options, self.source, self.index, seed)
+        samples, self.stats, self.model = sample(recipe, self.prepared.variants, options, seed)
+        yield Step("sample")
+        self.tables = selection_tables(recipe, samples)
+        # An empty config is not written: `datasets` cannot load a split without rows.
+        tables = {**self.tables, "excluded": self.prepared.excluded}
+        yield Step(
+            "select", tables=[StagedTable(c, SPLIT, t) for c, t in tables.items() if t.num_rows]
+        )
+
+    def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
+        """Every selected table, an empty one too (it is not staged)."""
+        parts = [StagedTable(c, SPLIT, t) for c, t in self.tables.items()]
+        return validate_na_train(parts, parse_answer, self.index)
+
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
+        recipe, source, index, job = self.recipe, self.source, self.index, self.job
+        sampler = recipe.sampler
+        self.fields = {
+            **manifest_header("na-train", recipe, job.seed),
+            "splits": job.splits,
+            "limit": job.options.limit,
+            "source": source_section(source, recipe, job.location, self.prepared.sources),
+            "model": {"backend": sampler.backend, "engine": sampler.engine, "model_id": self.model},
+            "sampling": sampler.model_dump(include={"n", "temperature", "top_p", "max_tokens"}),
+            "counts": row_counts(staged),
+            "per_variant": per_variant(self.tables, sampler.n),
+            "exclusions": exclusion_counts(self.prepared.excluded),
+            "decontamination": {
+                "against": index.origin,
+                "eval_rows": index.rows,
+                **self.prepared.contamination,
+            },
+            "licence": {"source": source.license, "outputs": recipe.licence.outputs},
+            "validation": {"violations": 0, "rules": "nabench.validate.na_train"},
+        }
+        return self.fields
+
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
+        return _card(self.recipe, self.source, self.fields)
+
+    def after_commit(self, out: Path) -> None:
+        write_stats(self.stats, default_stats_path(out))
+
+
+def _card(recipe: NATrainRecipe, source: Source, manifest: dict[str, Any]) -> Card:
     """The card: model, sampling, counts and keep rates per variant, licences, contamination."""
     total = sum(sum(c.values()) for c in manifest["counts"].values())
     source_id = recipe.source.hub_id or source.hub_id
-    repo_id = recipe.publish.repo_id or f"ORG/{recipe.name}"
-
-    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        metadata = {
-            "license": source.license,
-            "language": [source.language],
-            "pretty_name": f"{source.pretty_name} (nabench {recipe.name})",
-            "task_categories": ["text-generation", "question-answering"],
-            "size_categories": [size_category(total)],
-            "source_datasets": [source_id],
-            "tags": ["nabench", "none-of-the-above", "sft", "dpo", "trl", source.name],
-            "configs": configs,
-            "dataset_info": infos,
-        }
-        context = {
-            **manifest,
-            "pretty_name": metadata["pretty_name"],
-            "summary": recipe.description,
-            "nabench_version": __version__,
-            "recipe_name": recipe.name,
-            "recipe_version": recipe.version,
-            "repo_id": repo_id,
-            "split": SPLIT,
-            "sft_variants": recipe.sft.variants,
-            "dpo_variants": recipe.dpo.variants,
-            "pairing": recipe.dpo.pairing,
-            "citation": source.citation,
-        }
-        return render_card(template="na_train_card.md.jinja", metadata=metadata, context=context)
-
-    return render
+    metadata = {
+        "license": source.license,
+        "language": [source.language],
+        "pretty_name": f"{source.pretty_name} (nabench {recipe.name})",
+        "task_categories": ["text-generation", "question-answering"],
+        "size_categories": [size_category(total)],
+        "source_datasets": [source_id],
+        "tags": ["nabench", "none-of-the-above", "sft", "dpo", "trl", source.name],
+    }
+    context = {
+        **manifest,
+        "pretty_name": metadata["pretty_name"],
+        "summary": recipe.description,
+        "split": SPLIT,
+        "sft_variants": recipe.sft.variants,
+        "dpo_variants": recipe.dpo.variants,
+        "pairing": recipe.dpo.pairing,
+        "citation": source.citation,
+    }
+    return Card("na_train_card.md.jinja", metadata, context)

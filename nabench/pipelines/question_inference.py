@@ -29,11 +29,12 @@ from nabench.perturb.artifacts.question_inference import (
     replace_test_question,
     seeded_derangement,
 )
-from nabench.pipelines.artifacts import ARTIFACT_USES, readme_renderer
+from nabench.pipelines.artifacts import ARTIFACT_USES, artifacts_card
+from nabench.pipelines.driver import card_renderer
 from nabench.schemas.manifest import Manifest, read_manifest_file
 from nabench.schemas.protocol import ArtifactsPreset, protocols
 from nabench.stage.croissant import CardFacts
-from nabench.stage.hub_layout import MANIFEST, StagedTable, row_counts, stage
+from nabench.stage.hub_layout import MANIFEST, StagedTable, StagingArea, row_counts
 from nabench.validate.invariants import summarise_violations
 from nabench.validate.kinds import validate_artifacts
 
@@ -247,10 +248,22 @@ def infer_questions(
         "stats": total.to_dict(),
     }
     target = Path(out) if out is not None else built
-    updated = Manifest.model_validate(fields)
-    stage(target, staged, readme_renderer(updated, staged), updated, CardFacts(uses=ARTIFACT_USES))
+    restage(target, staged, Manifest.model_validate(fields))
     new_counts = {c: counts[c] for c in NEW_CONFIGS}
     return QuestionInferenceResult(out=target, counts=new_counts, stats=total, **tally)
+
+
+def restage(target: Path, staged: list[StagedTable], manifest: Manifest) -> None:
+    """An artifact build staged again with its new configs, atomically; its card on top of
+    the one in `target`, as a rebuild's is (hand-added metadata and changelog kept)."""
+    recipe = manifest.recipe
+    repo_id = recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}"
+    card = artifacts_card(manifest, staged)
+    readme = card_renderer(target, recipe["version"], repo_id, manifest, card)
+    with StagingArea(target) as area:
+        for st in staged:
+            area.add(st)
+        area.commit(readme, manifest, CardFacts(uses=ARTIFACT_USES))
 
 
 __all__ = [

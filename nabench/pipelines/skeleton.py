@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,10 @@ class PhaseClock:
         try:
             yield
         finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - t0
+            self.add(phase, time.perf_counter() - t0)
+
+    def add(self, phase: str, seconds: float) -> None:
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + seconds
 
 
 def check_strict(excluded: pa.Table, strict: bool) -> None:
@@ -88,21 +92,42 @@ def build_protocol(name: str | None) -> Protocol:
     return protocol
 
 
-def item_manifest_head(
-    kind: str,
-    recipe: Any,
-    seed: int,
-    splits: Sequence[str],
-    options: BuildOptions,
-    protocol: Protocol,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Resolved:
+    """What every kind resolves the same way from the recipe and the build options."""
+
+    recipe: Any
+    options: BuildOptions
+
+    @property
+    def seed(self) -> int:
+        return int(self.recipe.seed if self.options.seed is None else self.options.seed)
+
+    @property
+    def out(self) -> Path:
+        return self.options.out or Path("build") / self.recipe.name
+
+    @property
+    def splits(self) -> list[str]:  # item kinds
+        return list(self.options.splits or self.recipe.source.splits)
+
+    @property
+    def location(self) -> str | None:  # item kinds: where the source is read from
+        return self.options.source or self.recipe.source.hub_id
+
+    @cached_property
+    def protocol(self) -> Protocol:  # resolved only by the kinds that follow one
+        return build_protocol(self.options.protocol)
+
+
+def item_manifest_head(kind: str, job: Resolved) -> dict[str, Any]:
     """The first keys of an item build's build.json (NA and artifact builds), in order."""
     return {
-        **manifest_header(kind, recipe, seed),
-        "splits": list(splits),
-        "limit": options.limit,
-        "sample": options.sample,
-        "protocol": protocol.record(),
+        **manifest_header(kind, job.recipe, job.seed),
+        "splits": job.splits,
+        "limit": job.options.limit,
+        "sample": job.options.sample,
+        "protocol": job.protocol.record(),
     }
 
 
@@ -165,8 +190,6 @@ def item_manifest_outcome(
 def item_card_parts(
     manifest: Manifest,
     source: Source,
-    configs: list[dict[str, Any]],
-    infos: list[dict[str, Any]],
     *,
     tags: list[str],
     summary: str,
@@ -186,15 +209,10 @@ def item_card_parts(
         "size_categories": [size_category(n_rows)],
         "source_datasets": [source_id],
         "tags": [*tags, source.name],
-        "configs": configs,
-        "dataset_info": infos,
     }
     context = {
         "pretty_name": metadata["pretty_name"],
         "summary": recipe.get("description") or f"{summary} of {source.pretty_name}.",
-        "nabench_version": manifest.nabench_version,
-        "recipe_name": recipe["name"],
-        "recipe_version": recipe["version"],
         "seed": manifest.seed,
         "source_id": source_id,
         "source_config": (manifest.source and manifest.source.config) or "default",

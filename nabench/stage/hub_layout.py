@@ -306,20 +306,6 @@ def hub_metadata(tables: list[StagedTable]) -> tuple[list[dict[str, Any]], list[
     return config_list, list(infos.values())
 
 
-def stage(
-    out: Path,
-    tables: list[StagedTable],
-    render_readme: Callable[[list[dict[str, Any]], list[dict[str, Any]]], str],
-    manifest: Manifest,
-    facts: CardFacts | None = None,
-) -> dict[str, str]:
-    """Write a whole repository tree atomically (see `StagingArea`); {path: sha256}."""
-    with StagingArea(out) as area:
-        for st in tables:
-            area.add(st)
-        return area.commit(render_readme, manifest, facts)
-
-
 def swap_into_place(tmp: Path, out: Path) -> None:
     """Replace `out` by `tmp` with renames only (atomic on one filesystem)."""
     if out.exists():

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from na_train_steps import prepare
 
 from nabench.audit.contamination import EvalIndex, normalise_question
 from nabench.core.errors import RecipeError
-from nabench.pipelines.na_train import eval_index, prepare
+from nabench.pipelines.na_train import eval_index
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.sources import get_source

@@ -10,12 +10,12 @@ from typing import Any
 import datasets
 import pyarrow as pa
 import pytest
+from na_train_steps import prepare
 
 from nabench.evaluation import parse_answer
 from nabench.llm import Completion
 from nabench.pipelines.na_train import (
     eval_index,
-    prepare,
     sample_requests,
     samples_table,
     selection_tables,

@@ -203,7 +203,7 @@ def test_build_small_recipe_end_to_end_and_cached_rerun(tmp_path: Path, llama_cp
     assert result.exclusions["total"] == result.counts["quarantine"]["test"]
     assert sum(result.exclusions["by_reason"].values()) == result.exclusions["total"]
     assert result.counts["tasks"]["test"] + result.exclusions["total"] == slots
-    assert set(result.timings) == {"generate", "classify", "stage", "report"}
+    assert set(result.timings) == {"generate", "classify", "score", "report", "validate", "stage"}
 
     stats = json.loads(default_stats_path(out).read_text())
     gen = stats["extra"]["generation"]

@@ -34,16 +34,6 @@ def size_category(n: int) -> str:
     return "1M<n<10M"
 
 
-def render_card(
-    *,
-    template: str,
-    metadata: dict[str, Any],
-    context: dict[str, Any],
-) -> str:
-    """Render README.md: YAML front matter from `DatasetCardData`, body from a jinja template."""
-    return with_front_matter(metadata, render_body(template, context))
-
-
 def render_body(template: str, context: dict[str, Any]) -> str:
     """A card's Markdown body (everything after the front matter) from a jinja template."""
     body: str = _templates().get_template(template).render(**context)
@@ -57,7 +47,6 @@ __all__ = [
     "merge_metadata",
     "parse_changelog",
     "render_body",
-    "render_card",
     "size_category",
     "split_front_matter",
     "with_front_matter",

@@ -1,0 +1,186 @@
+"""The one build driver: a recipe kind supplies its steps, validator, manifest and card; `drive`
+stages, times, shows progress, checks `--strict`, validates, writes the manifest, merges the
+previous card in `out` and returns the result, the same way for every kind."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from tqdm.auto import tqdm
+
+from nabench.core.errors import ValidationFailed
+from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, Resolved, check_strict
+from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
+from nabench.stage.cards import finalize_parts, render_body
+from nabench.stage.croissant import CardFacts
+from nabench.stage.hub_layout import StagedTable, StagingArea
+from nabench.validate.invariants import ValidationReport, summarise_violations
+
+
+@dataclass(frozen=True)
+class Card:
+    """A kind's card: its template, its front matter (less `configs` and `dataset_info`,
+    which staging derives from the tables) and the template's context."""
+
+    template: str
+    metadata: dict[str, Any]
+    context: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    """A unit of a kind's work, yielded once done: its phase (the clock's key), what the
+    progress bar shows, the tables it made (staged in order), the source rows it quarantined
+    (fatal data defects under `--strict`), and a folder of the tree it writes (a report)."""
+
+    phase: str
+    label: str = ""
+    tables: Sequence[StagedTable] = ()
+    quarantined: pa.Table | None = None
+    folder: tuple[str, Callable[[Path], None]] | None = None
+
+
+# A kind's steps (a generator: `drive` closes it when the build stops early).
+Steps = Generator[Step, None, None]
+
+
+class KindBuild:
+    """One build of one recipe kind, as `drive` runs it. A kind supplies its `steps`, its
+    validator (the one `nabench validate` runs on the written files), build.json's fields in
+    order (`files` and `lm_eval` are staging's), its card, and what croissant.json states
+    beyond the manifest (`facts`: limitations, uses)."""
+
+    lm_eval = False  # also write lm-eval tasks (the multiple-choice kinds)
+    steps_total: int | None = None  # the progress bar's length in steps
+    uses: tuple[str, ...] = ()  # what a build of the kind is for
+
+    def __init__(self, job: Resolved) -> None:
+        self.job = job
+
+    def steps(self) -> Steps:
+        raise NotImplementedError
+
+    def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
+        raise NotImplementedError
+
+    def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def card(self, manifest: Manifest, staged: list[StagedTable], report: ValidationReport) -> Card:
+        raise NotImplementedError
+
+    def facts(self, manifest: Manifest) -> CardFacts:
+        return CardFacts(uses=self.uses)
+
+    def exclusions(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return dict(fields.get("exclusions") or {})
+
+    def after_commit(self, out: Path) -> None:
+        """Side files beside the committed build (run statistics)."""
+
+
+def drive(kind: Callable[[Resolved], KindBuild], recipe: Any, options: BuildOptions) -> BuildResult:
+    """Build `recipe` with `kind` into `options.out` (default `build/<name>`): nothing reaches
+    `out` unless validation passes and `commit` swaps the finished tree in."""
+    job = Resolved(recipe, options)
+    build = kind(job)
+    clock = PhaseClock()
+    with StagingArea(job.out) as area:
+        shown = {"desc": f"build {recipe.name}", "disable": not options.progress, "unit": "step"}
+        bar = tqdm(total=build.steps_total, **shown)
+        with closing(build.steps()) as steps, bar:
+            for step in _timed(steps, clock):
+                _take(step, area, clock, options.strict)
+                bar.set_postfix_str(step.label or step.phase)
+                bar.update()
+        staged = area.tables
+        with clock("validate"):
+            validation = build.validate(staged)
+        if validation.violations:
+            raise ValidationFailed(summarise_violations(validation.violations))
+        fields = build.manifest(staged, validation)
+        manifest = Manifest.model_validate(fields)
+        card = build.card(manifest, staged, validation)
+        repo_id = recipe.publish.repo_id or f"ORG/{recipe.name}"
+        readme = card_renderer(job.out, recipe.version, repo_id, manifest, card)
+        with clock("stage"):  # what is left of the background writes, then README + manifest
+            area.commit(readme, manifest, build.facts(manifest), lm_eval=build.lm_eval)
+    build.after_commit(job.out)
+    return BuildResult(
+        job.out,
+        manifest.counts,
+        build.exclusions(fields),
+        dict(fields.get("letter_shares") or {}),
+        list(fields.get("warnings") or []),
+        clock.seconds,
+    )
+
+
+def _timed(steps: Iterator[Step], clock: PhaseClock) -> Iterator[Step]:
+    """Each step as it is done, the time it took added to its phase."""
+    while True:
+        t0 = time.perf_counter()
+        step = next(steps, None)
+        if step is None:
+            return
+        clock.add(step.phase, time.perf_counter() - t0)
+        yield step
+
+
+def _take(step: Step, area: StagingArea, clock: PhaseClock, strict: bool) -> None:
+    """A step's quarantine checked (`--strict`), its tables staged, its folder written."""
+    if step.quarantined is not None:
+        check_strict(step.quarantined, strict)
+    for st in step.tables:
+        area.add(st)  # written in the background while the build goes on
+    if step.folder is not None:
+        rel, write = step.folder
+        with clock(step.phase):
+            write(area.folder(rel))
+
+
+def default_stats_path(out: Path) -> Path:
+    """``<out>.stats.json`` beside the output folder: a model job's run statistics."""
+    return out.parent / f"{out.name}.stats.json"
+
+
+def card_renderer(
+    out: Path, version: str, repo_id: str, manifest: Manifest, card: Card
+) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]:
+    """The README renderer `StagingArea.commit` calls: the kind's card (its context with what
+    every card names: nabench and recipe version, repo id), finalised on top of the build now
+    in `out` (read before the swap): its hand-added metadata is kept, its changelog carried
+    over, the loading snippet names this version."""
+    named = {"nabench_version": manifest.nabench_version, "recipe_name": manifest.recipe_name}
+    context = {**named, "recipe_version": version, "repo_id": repo_id, **card.context}
+
+    def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
+        previous_readme, previous_manifest = previous_release(out, version)
+        return finalize_parts(
+            {**card.metadata, "configs": configs, "dataset_info": infos},
+            render_body(card.template, context),
+            version=version,
+            repo_id=repo_id,
+            manifest=manifest,
+            previous_readme=previous_readme,
+            previous_manifest=previous_manifest,
+        )
+
+    return render
+
+
+def previous_release(out: Path, version: str) -> tuple[str | None, Manifest | None]:
+    """The card of the build now in `out`, and its manifest unless it is a rebuild of
+    `version` (the changelog compares against an earlier release, not against itself)."""
+    readme, built = out / "README.md", out / MANIFEST
+    previous_readme = readme.read_text(encoding="utf-8") if readme.is_file() else None
+    previous_manifest = read_manifest_file(built) if built.is_file() else None
+    if previous_manifest is not None and previous_manifest.recipe_version == version:
+        previous_manifest = None
+    return previous_readme, previous_manifest

@@ -1,0 +1,158 @@
+"""The one build driver (`nabench.pipelines.driver`), the same for every recipe kind: a rebuild
+into the folder of a previous build keeps its card's hand-added metadata and changelog; every
+build reports phase timings and draws a progress bar; a failed validation stops the build
+before anything reaches `out`. Each kind is built small: NA and artifacts from real ARC rows,
+selfknow and na-train with a scripted model (pipeline logic, not model output)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.scripted import Scripted, chat_body
+from selfknow.scripted_model import openai_model, responder
+
+from nabench.core.errors import ValidationFailed
+from nabench.pipelines import artifacts, na, na_train, selfknow
+from nabench.pipelines.registry import load_recipe, parse_recipe, run_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.schemas.check import Violation
+from nabench.stage.cards import parse_changelog, split_front_matter, with_front_matter
+from nabench.validate.invariants import ValidationReport
+
+KINDS = ("na", "artifacts", "selfknow", "na-train")
+# Where each kind's pipeline looks its validator up.
+VALIDATORS = {
+    "na": (na, "validate_na"),
+    "artifacts": (artifacts, "validate_artifacts"),
+    "selfknow": (selfknow, "validate_selfknow"),
+    "na-train": (na_train, "validate_na_train"),
+}
+SELFKNOW: dict[str, Any] = {
+    "kind": "selfknow",
+    "name": "sk-driver",
+    "version": "1.0.0",
+    "seed": 7,
+    "generator": {"styles": ["vanilla"], "n_per_class": 2, "max_tokens": 96, "chunk_size": 4},
+    "classifier": {"max_tokens": 96, "chunk_size": 4},
+}
+
+
+def na_train_answers(_path: str, body: dict[str, Any], _n: int) -> tuple[int, Any]:
+    """A letter chosen by the sample's seed, so some sample sets hold a right and a wrong one."""
+    return 200, chat_body(f"Step by step.\nAnswer: {'ABCD'[int(body['seed']) % 4]}")
+
+
+Builder = Callable[[str, Path], BuildResult]
+
+
+@pytest.fixture
+def build_kind(
+    arc_dir: Path, mmlu_dir: Path, scripted_server: Callable[..., Scripted], tmp_path: Path
+) -> Callable[..., BuildResult]:
+    """`build_kind(kind, out, version, progress=False)`: a small build of that kind."""
+
+    def build(kind: str, out: Path, version: str = "1.0.0", progress: bool = False) -> Any:
+        options: dict[str, Any] = {"out": out, "progress": progress}
+        if kind in ("na", "artifacts"):
+            recipe = load_recipe(f"arc-{kind}", [f"version={version}"])
+            options |= {"source": str(arc_dir), "limit": 12, "labels": "none"}
+        elif kind == "selfknow":
+            url = scripted_server(responder()).url
+            recipe = parse_recipe({**openai_model(SELFKNOW, url), "version": version}, "x.yaml")
+        else:
+            url = scripted_server(na_train_answers).url
+            sampler = f"sampler={{backend: openai, base_url: '{url}', model: m, n: 2}}"
+            recipe = load_recipe(
+                "mmlu-na-train", ["labels.mode=none", sampler, f"version={version}"]
+            )
+            options |= {"source": str(mmlu_dir), "splits": ["validation"], "limit": 6}
+            options |= {"cache": tmp_path / "na-train.cache.sqlite", "yes": True}
+        return run_recipe(recipe, BuildOptions(**options))
+
+    return build
+
+
+def hand_edit(readme: Path) -> None:
+    """What a maintainer does to a published card: a metadata key added by hand, and the
+    changelog entry of an earlier release written into the card."""
+    metadata, body = split_front_matter(readme.read_text(encoding="utf-8"))
+    metadata["paperswithcode_id"] = "hand-added-id"
+    start, end = "<!-- nabench:changelog:start -->", "<!-- nabench:changelog:end -->"
+    entry = "### v0.9.0\n\n- An earlier release, described by hand.\n"
+    if start in body:
+        body = body.replace(start, f"{start}\n{entry}", 1)
+    else:
+        body = f"{body.rstrip()}\n\n{start}\n{entry}{end}\n"
+    readme.write_text(with_front_matter(metadata, body), encoding="utf-8")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rebuild_keeps_the_previous_cards_metadata_and_changelog(
+    kind: str, build_kind: Callable[..., BuildResult], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    build_kind(kind, out, "1.0.0")
+    hand_edit(out / "README.md")
+    build_kind(kind, out, "1.1.0")
+    card = (out / "README.md").read_text(encoding="utf-8")
+    metadata, _ = split_front_matter(card)
+    assert metadata["paperswithcode_id"] == "hand-added-id"
+    entries = parse_changelog(card)
+    assert list(entries) == ["1.1.0", "1.0.0", "0.9.0"]
+    assert "Previous release: recipe v1.0.0" in entries["1.1.0"]
+    assert entries["0.9.0"] == "- An earlier release, described by hand."
+    assert 'revision="v1.1.0"' in card  # the loading snippet names this release
+    built = json.loads((out / "build.json").read_text())
+    assert built["recipe"]["version"] == "1.1.0"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_reports_timings_and_draws_progress(
+    kind: str,
+    build_kind: Callable[..., BuildResult],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    result = build_kind(kind, tmp_path / "out", progress=True)
+    assert {"validate", "stage"} <= set(result.timings)
+    assert len(result.timings) >= 4 and all(s >= 0 for s in result.timings.values())
+    name = json.loads((result.out / "build.json").read_text())["recipe"]["name"]
+    assert f"build {name}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failed_validation_writes_nothing(
+    kind: str,
+    build_kind: Callable[..., BuildResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kind's own validator runs before anything reaches `out`: with it reporting a
+    violation, the build stops with ValidationFailed and leaves no folder and no temp tree."""
+    broken = Violation("cfg/test-00000-of-00001.parquet", 0, "x/1", "planted_rule", "planted")
+    module, name = VALIDATORS[kind]
+    monkeypatch.setattr(module, name, lambda *_a, **_k: ValidationReport(violations=[broken]))
+    out = tmp_path / "out"
+    with pytest.raises(ValidationFailed, match="planted_rule"):
+        build_kind(kind, out)
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+
+
+@pytest.mark.parametrize("kind", ["selfknow", "na-train"])
+def test_model_kinds_write_their_stats_beside_the_build(
+    kind: str, build_kind: Callable[..., BuildResult], tmp_path: Path
+) -> None:
+    """The after-commit hook writes `<out>.stats.json` (the model job's calls); selfknow's
+    report/ folder is part of the tree, hashed into build.json like the tables."""
+    out = tmp_path / "out"
+    build_kind(kind, out)
+    stats = json.loads((tmp_path / "out.stats.json").read_text())
+    assert stats["total"] > 0 and stats["calls"] + stats["cache_hits"] >= stats["total"]
+    files = json.loads((out / "build.json").read_text())["files"]
+    report = {"report/report.md", "report/metrics.json"}
+    assert (report <= set(files)) == (kind == "selfknow")
