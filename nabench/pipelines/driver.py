@@ -15,9 +15,10 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from nabench.core.errors import ValidationFailed
+from nabench.core.safe_load import ParseLimits, read_text
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, Resolved, check_strict
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
-from nabench.stage.cards import finalize_parts, render_body
+from nabench.stage.cards import finalize_parts, render_body, split_front_matter
 from nabench.stage.croissant import CardFacts
 from nabench.stage.hub_layout import StagedTable, StagingArea
 from nabench.validate.invariants import ValidationReport, summarise_violations
@@ -92,6 +93,8 @@ def drive(kind: Callable[[Resolved], KindBuild], recipe: Any, options: BuildOpti
     build = kind(job)
     clock = PhaseClock()
     with StagingArea(job.out) as area:
+        # read now, before any model job: a card that cannot be merged stops the build here
+        previous = previous_release(job.out, recipe.kind, recipe.name, recipe.version)
         shown = {"desc": f"build {recipe.name}", "disable": not options.progress, "unit": "step"}
         bar = tqdm(total=build.steps_total, **shown)
         with closing(build.steps()) as steps, bar:
@@ -108,7 +111,7 @@ def drive(kind: Callable[[Resolved], KindBuild], recipe: Any, options: BuildOpti
         manifest = Manifest.model_validate(fields)
         card = build.card(manifest, staged, validation)
         repo_id = recipe.publish.repo_id or f"ORG/{recipe.name}"
-        readme = card_renderer(job.out, recipe.version, repo_id, manifest, card)
+        readme = card_renderer(previous, recipe.version, repo_id, manifest, card)
         with clock("stage"):  # what is left of the background writes, then README + manifest
             area.commit(readme, manifest, build.facts(manifest), lm_eval=build.lm_eval)
     build.after_commit(job.out)
@@ -151,36 +154,56 @@ def default_stats_path(out: Path) -> Path:
 
 
 def card_renderer(
-    out: Path, version: str, repo_id: str, manifest: Manifest, card: Card
+    previous: PreviousRelease, version: str, repo_id: str, manifest: Manifest, card: Card
 ) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], str]:
     """The README renderer `StagingArea.commit` calls: the kind's card (its context with what
-    every card names: nabench and recipe version, repo id), finalised on top of the build now
-    in `out` (read before the swap): its hand-added metadata is kept, its changelog carried
+    every card names: nabench and recipe version, repo id), finalised on top of the previous
+    release of this recipe in `out`: its hand-added metadata is kept, its changelog carried
     over, the loading snippet names this version."""
     named = {"nabench_version": manifest.nabench_version, "recipe_name": manifest.recipe_name}
     context = {**named, "recipe_version": version, "repo_id": repo_id, **card.context}
 
     def render(configs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> str:
-        previous_readme, previous_manifest = previous_release(out, version)
         return finalize_parts(
             {**card.metadata, "configs": configs, "dataset_info": infos},
             render_body(card.template, context),
             version=version,
             repo_id=repo_id,
             manifest=manifest,
-            previous_readme=previous_readme,
-            previous_manifest=previous_manifest,
+            previous_readme=previous.readme,
+            previous_manifest=previous.manifest,
         )
 
     return render
 
 
-def previous_release(out: Path, version: str) -> tuple[str | None, Manifest | None]:
-    """The card of the build now in `out`, and its manifest unless it is a rebuild of
-    `version` (the changelog compares against an earlier release, not against itself)."""
-    readme, built = out / "README.md", out / MANIFEST
-    previous_readme = readme.read_text(encoding="utf-8") if readme.is_file() else None
-    previous_manifest = read_manifest_file(built) if built.is_file() else None
-    if previous_manifest is not None and previous_manifest.recipe_version == version:
-        previous_manifest = None
-    return previous_readme, previous_manifest
+@dataclass(frozen=True)
+class PreviousRelease:
+    """The card of the build now in `out` and, unless it is a rebuild of this version, its
+    manifest (the changelog compares against an earlier release, not against itself)."""
+
+    readme: str | None = None
+    manifest: Manifest | None = None
+
+
+# A card is a few hundred KB at most; a bigger "card" is not one nabench wrote.
+CARD_LIMITS = ParseLimits(max_bytes=16 * 2**20)
+
+
+def previous_release(out: Path, kind: str, name: str, version: str) -> PreviousRelease:
+    """What a build of recipe `name` (of `kind`) carries over from the build now in `out`:
+    nothing unless that is a build of the same recipe (another dataset's card metadata and
+    changelog are not this one's). Its card is read now, bounded and strictly: a card that
+    is not UTF-8 or whose front matter cannot be parsed is a one-line error before any work."""
+    built = out / MANIFEST
+    if not built.is_file():
+        return PreviousRelease()
+    previous = read_manifest_file(built)
+    if ((previous.kind or "na"), previous.recipe_name) != (kind, name):
+        return PreviousRelease()
+    path = out / "README.md"
+    readme = None
+    if path.is_file():
+        readme = read_text(path, CARD_LIMITS)
+        split_front_matter(readme, str(path))  # refused now, not after a model job
+    return PreviousRelease(readme, None if previous.recipe_version == version else previous)

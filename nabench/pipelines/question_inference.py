@@ -30,7 +30,7 @@ from nabench.perturb.artifacts.question_inference import (
     seeded_derangement,
 )
 from nabench.pipelines.artifacts import ARTIFACT_USES, artifacts_card
-from nabench.pipelines.driver import card_renderer
+from nabench.pipelines.driver import card_renderer, previous_release
 from nabench.schemas.manifest import Manifest, read_manifest_file
 from nabench.schemas.protocol import ArtifactsPreset, protocols
 from nabench.stage.croissant import CardFacts
@@ -259,8 +259,11 @@ def restage(target: Path, staged: list[StagedTable], manifest: Manifest) -> None
     recipe = manifest.recipe
     repo_id = recipe["publish"].get("repo_id") or f"ORG/{recipe['name']}"
     card = artifacts_card(manifest, staged)
-    readme = card_renderer(target, recipe["version"], repo_id, manifest, card)
     with StagingArea(target) as area:
+        previous = previous_release(
+            target, manifest.kind or "artifacts", recipe["name"], recipe["version"]
+        )
+        readme = card_renderer(previous, recipe["version"], repo_id, manifest, card)
         for st in staged:
             area.add(st)
         area.commit(readme, manifest, CardFacts(uses=ARTIFACT_USES))

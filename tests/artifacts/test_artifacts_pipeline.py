@@ -171,7 +171,7 @@ def test_question_inference_card_states_counts_and_what_happened_to_missing(
     """The card's step-2 paragraph prints the manifest's numbers and says whether items
     without an inferred question were kept (artifacts-paper) or left out (nabench)."""
     from nabench.pipelines.artifacts import artifacts_card
-    from nabench.pipelines.driver import card_renderer
+    from nabench.pipelines.driver import PreviousRelease, card_renderer
 
     manifest = json.loads((small_build.out / "build.json").read_text())
     manifest["question_inference"] = {
@@ -179,7 +179,8 @@ def test_question_inference_card_states_counts_and_what_happened_to_missing(
         "missing": 5, "seed": 3, "derangement_within": "subject", "missing_kept": kept,
     }  # fmt: skip
     built = Manifest.model_validate(manifest)
-    card = card_renderer(tmp_path, "1.0.0", "a/b", built, artifacts_card(built, []))([], [])
+    first = PreviousRelease()  # no build before this one
+    card = card_renderer(first, "1.0.0", "a/b", built, artifacts_card(built, []))([], [])
     assert "for 17 item(s):\n12 inferred question(s), 5 without one" in card
     assert says in card and "derangement within each subject" in card
     assert "built-in method" not in card

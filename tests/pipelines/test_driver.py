@@ -15,7 +15,7 @@ import pytest
 from fixtures.scripted import Scripted, chat_body
 from selfknow.scripted_model import openai_model, responder
 
-from nabench.core.errors import ValidationFailed
+from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.pipelines import artifacts, na, na_train, selfknow
 from nabench.pipelines.registry import load_recipe, parse_recipe, run_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
@@ -143,6 +143,69 @@ def test_a_failed_validation_writes_nothing(
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
 
 
+@pytest.mark.parametrize("kind", ["na", "selfknow"])
+def test_a_failed_rebuild_leaves_the_previous_build_as_it_was(
+    kind: str,
+    build_kind: Callable[..., BuildResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "out"
+    build_kind(kind, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    broken = Violation("cfg/test-00000-of-00001.parquet", 0, "x/1", "planted_rule", "planted")
+    module, name = VALIDATORS[kind]
+    monkeypatch.setattr(module, name, lambda *_a, **_k: ValidationReport(violations=[broken]))
+    with pytest.raises(ValidationFailed, match="planted_rule"):
+        build_kind(kind, out, "1.1.0")
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_another_recipes_card_is_not_carried_over(
+    build_kind: Callable[..., BuildResult], tmp_path: Path
+) -> None:
+    """A build into a folder that holds another recipe's build replaces it whole: that
+    dataset's hand-added metadata, licence, tags and changelog are not this one's."""
+    out = tmp_path / "out"
+    build_kind("na", out)
+    hand_edit(out / "README.md")
+    build_kind("selfknow", out)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    metadata, _ = split_front_matter(card)
+    assert "paperswithcode_id" not in metadata
+    assert "arc" not in " ".join(map(str, metadata.get("tags", []))).lower()
+    assert "ARC" not in str(metadata.get("source_datasets"))
+    assert list(parse_changelog(card)) == ["1.0.0"]
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [(b"\xff\xfe not UTF-8", "not valid UTF-8"), (b"---\na: 1\na: 2\n---\nbody", "given twice")],
+    ids=["not-utf8", "bad-front-matter"],
+)
+def test_a_previous_card_that_cannot_be_merged_stops_the_build_before_any_work(
+    damage: bytes,
+    says: str,
+    build_kind: Callable[..., BuildResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read when the build starts, not when it commits (after a model job): a one-line
+    error naming the card, and the build in `out` untouched."""
+    out = tmp_path / "out"
+    build_kind("na", out)
+    (out / "README.md").write_bytes(damage)
+
+    def no_load(*_a: Any, **_k: Any) -> None:
+        raise AssertionError("the build loaded its source before reading the previous card")
+
+    monkeypatch.setattr(na, "load_split", no_load)
+    with pytest.raises(NabenchError, match=says) as failed:
+        build_kind("na", out, "1.1.0")
+    assert str(out / "README.md") in str(failed.value) and "\n" not in str(failed.value)
+    assert (out / "README.md").read_bytes() == damage
+
+
 @pytest.mark.parametrize("kind", ["selfknow", "na-train"])
 def test_model_kinds_write_their_stats_beside_the_build(
     kind: str, build_kind: Callable[..., BuildResult], tmp_path: Path
@@ -156,3 +219,25 @@ def test_model_kinds_write_their_stats_beside_the_build(
     files = json.loads((out / "build.json").read_text())["files"]
     report = {"report/report.md", "report/metrics.json"}
     assert (report <= set(files)) == (kind == "selfknow")
+
+
+@pytest.mark.parametrize(
+    ("recipe", "says"),
+    [("mmlu-na-train", "na-train takes --limit"), ("selfknow", "selfknow build takes --limit")],
+)
+def test_sample_is_refused_where_it_is_not_defined(
+    recipe: str, says: str, mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """A model-generated build has no seeded sample of source items: `--sample` is a one-line
+    error before anything runs, not ignored (na-train ignored it)."""
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    out = tmp_path / "out"
+    args = ["build", recipe, "--source", str(mmlu_dir), "--sample", "5", "--out", str(out)]
+    result = CliRunner().invoke(main, [*args, "--quiet", "--labels", "none"])
+    assert result.exit_code != 0
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and says in errors[0], result.output
+    assert "Traceback" not in result.output and not out.exists()
