@@ -170,14 +170,15 @@ def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
 
 
 def unchecked_notes(results: Results) -> list[str]:
-    """One line per nabench run whose recorded build is not on this machine (moved, or a Hub
-    id): its ids could not be checked against the build's items."""
+    """One line per nabench run and reason its ids could not be checked against the items of
+    the build it records (the build moved away or is a Hub id; it has no such config)."""
     s = results.summaries
-    if "ids_checked" not in s:
+    if "ids_unchecked" not in s:
         return []
-    unchecked = s[s["ids_checked"].eq(False)].drop_duplicates("run")
+    unchecked = s[s["ids_unchecked"].notna()]
+    columns = (unchecked["run"], unchecked["dataset"], unchecked["ids_unchecked"])
+    pairs = dict.fromkeys(zip(*columns, strict=True))
     return [
-        f"run {run}: its build {dataset!r} is not here, so its ids were not checked against "
-        "the build's items"
-        for run, dataset in zip(unchecked["run"], unchecked["dataset"], strict=True)
+        f"run {run}: {why} ({dataset}), so its ids were not checked against the build's items"
+        for run, dataset, why in pairs
     ]

@@ -264,9 +264,11 @@ def _read_config(
         table = table.append_column(name, column)
     table = table.append_column("run", pa.array([run] * n, pa.string()))
     table = table.append_column("config", pa.array([config] * n, pa.string()))
-    # a build not on this machine (moved, or a Hub id) cannot be checked: the report says so
-    checked = build is not None if isinstance(dataset, str) else None
-    return {**_summary_row(summary, run, config), "ids_checked": checked}, table
+    unchecked = None  # why the ids could not be checked against the build: the report says
+    if build is None and isinstance(dataset, str):
+        here = (Path(dataset) / "build.json").is_file()
+        unchecked = f"its build has no {config} config" if here else "its build is not here"
+    return {**_summary_row(summary, run, config), "ids_unchecked": unchecked}, table
 
 
 def _summary_row(summary: dict[str, Any], run: str, config: str) -> dict[str, Any]:

@@ -167,8 +167,17 @@ def test_report_says_when_a_runs_build_is_not_here(results: Path, tmp_path: Path
     run = nabench("report", str(results), "--out", str(tmp_path / "r2"), "--no-plots")
     assert run.code == 0, run.stderr
     (note,) = [n for n in _notes(tmp_path / "r2") if "not checked" in n]
-    assert "moved-away" in note and summary.parent.name in note
+    assert "its build is not here" in note and "moved-away" in note
+    assert note.startswith(f"run {summary.parent.name}:")
     assert note in (tmp_path / "r2" / "report.md").read_text()
+    # a build that is here but lacks the config: said as such
+    summary.write_text(json.dumps({**data, "config": "na_keyed_last"}))
+    summary.rename(summary.with_name("na_keyed_last.summary.json"))
+    (summary.parent / "original.parquet").rename(summary.parent / "na_keyed_last.parquet")
+    run = nabench("report", str(results), "--out", str(tmp_path / "r3"), "--no-plots")
+    assert run.code == 0, run.stderr
+    (note,) = [n for n in _notes(tmp_path / "r3") if "not checked" in n]
+    assert "its build has no na_keyed_last config" in note
 
 
 def _notes(report: Path) -> list[str]:
