@@ -27,7 +27,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fixtures.scripted import chat_body, start_scripted_server
+from fixtures.scripted import Scripted, chat_body, start_scripted_server
 from sigkill import kill_after_rows
 
 from nabench.evaluation import parse_answer
@@ -64,10 +64,10 @@ def _answer(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
 
 
 @pytest.fixture(scope="module")
-def sampler() -> Iterator[str]:
-    """The scripted sampler's URL (0.05 s an answer: a kill -9 lands mid-run)."""
+def scripted() -> Iterator[Scripted]:
+    """The scripted sampler (0.05 s an answer: a kill -9 lands mid-run)."""
     state, srv = start_scripted_server(_answer, delay_s=0.05)
-    yield state.url
+    yield state
     srv.shutdown()
     srv.server_close()
 
@@ -95,6 +95,11 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
 
 def stats(out: Path) -> dict[str, Any]:
     return json.loads((out.parent / f"{out.name}.stats.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def sampler(scripted: Scripted) -> str:
+    return scripted.url
 
 
 @pytest.fixture(scope="module")
@@ -162,12 +167,14 @@ def test_rows_hold_the_invariants(built: dict[str, Any], mmlu_dir: Path) -> None
 
 
 def test_sampling_with_nothing_cached_prints_the_plan_and_stops(
-    built: dict[str, Any], mmlu_dir: Path, tmp_path: Path, sampler: str
+    built: dict[str, Any], mmlu_dir: Path, tmp_path: Path, scripted: Scripted
 ) -> None:
     out = tmp_path / "not-started"
     labels = labels_file(tmp_path / "l.csv")
-    cmd = build_cmd(mmlu_dir, out, tmp_path / "empty.sqlite", labels, sampler)
+    cmd = build_cmd(mmlu_dir, out, tmp_path / "empty.sqlite", labels, scripted.url)
+    posts = len(scripted.posts)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert len(scripted.posts) == posts  # stopped before any model call
     assert done.returncode == 2, done.stderr[-3000:]
     n = load(built["out"], "samples").num_rows  # what the consented build sampled
     assert f"plan: sample {n:,} answer(s) (2 per variant of an item) with " in done.stderr

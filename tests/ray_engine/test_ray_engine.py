@@ -167,21 +167,25 @@ def test_sigkill_of_the_driver_keeps_finished_blocks(
 def test_a_server_stopped_mid_run_does_not_crash_the_job(
     scripted_server: Callable[..., Scripted], mmlu_dir: Path, tmp_path: Path
 ) -> None:
+    """One of two servers stops after answering 2 of its requests (the third has its
+    connection dropped, then the server closes): the job still ends with every item, the
+    lost requests answered by the other server in a later pass or kept as invalid rows."""
     first = scripted_server(_label_respond(), delay_s=0.5).url
-    doomed, doomed_srv = start_scripted_server(_label_respond(), delay_s=0.5)
-    shards = tmp_path / "cache.sqlite.ray-shards"
-    stop_after = threading.Event()
+    answer, stopped = _label_respond(), threading.Event()
 
-    def stop_when_blocks_finish() -> None:
-        deadline = time.monotonic() + 600
-        while _shard_rows(shards) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+    def stop() -> None:
         doomed_srv.shutdown()  # no more answers, and new connections are refused
         doomed_srv.server_close()
-        stop_after.set()
 
-    stopper = threading.Thread(target=stop_when_blocks_finish, daemon=True)
-    stopper.start()
+    def doomed_respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        if n >= 2:  # its third request: the server stops mid-run
+            if not stopped.is_set():
+                stopped.set()
+                threading.Thread(target=stop, daemon=True).start()
+            raise ConnectionAbortedError("the server was stopped")
+        return answer(path, body, n)
+
+    doomed, doomed_srv = start_scripted_server(doomed_respond, delay_s=0.5)
     summary = _run(
         _label_cmd(
             mmlu_dir,
@@ -192,10 +196,11 @@ def test_a_server_stopped_mid_run_does_not_crash_the_job(
             limit=12,
         )
     )
-    assert stop_after.is_set()
-    assert doomed.posts  # it answered some requests before it stopped
+    assert stopped.is_set() and len(doomed.posts) >= 3
     rows = _labels(tmp_path / "labels.parquet")
     assert len({r["id"] for r in rows}) == len(rows) == summary["n"] >= 10
-    failed = summary["engine"]["failed_requests"]
-    # every request was answered by the surviving server, or is an invalid row with its error
-    assert summary["invalid"] >= 0 and failed <= summary["invalid"] + summary["errors"]
+    engine = summary["engine"]
+    # the outage hit the job: what the stopped server lost went to the other server in a
+    # later pass, or ended as invalid rows with the error; nothing crashed, nothing is missing
+    assert engine["passes"] >= 2 or summary["errors"] > 0, summary
+    assert engine["failed_requests"] <= summary["invalid"] + summary["errors"]
