@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from nabench.core.errors import ValidationFailed
+from nabench.core.errors import NabenchError, ValidationFailed
 from nabench.core.safe_load import ParseLimits, read_text
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, Resolved, check_strict
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
@@ -60,8 +60,12 @@ class KindBuild:
     lm_eval = False  # also write lm-eval tasks (the multiple-choice kinds)
     steps_total: int | None = None  # the progress bar's length in steps
     uses: tuple[str, ...] = ()  # what a build of the kind is for
+    # a kind with no source items to sample refuses `--sample` with this one line
+    refuses_sample: str | None = None
 
     def __init__(self, job: Resolved) -> None:
+        if self.refuses_sample is not None and job.options.sample is not None:
+            raise NabenchError(self.refuses_sample)
         self.job = job
 
     def steps(self) -> Steps:

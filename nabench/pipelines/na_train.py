@@ -298,11 +298,10 @@ class NATrainBuild(KindBuild):
     samples and the training rows chosen from them."""
 
     uses = NA_TRAIN_USES
+    refuses_sample = "--sample applies to NA and artifact builds; na-train takes --limit"
 
     def __init__(self, job: Resolved) -> None:
         super().__init__(job)
-        if job.options.sample is not None:
-            raise NabenchError("--sample applies to NA and artifact builds; na-train takes --limit")
         self.recipe = job.recipe
         self.source = get_source(job.recipe.source.dataset)
         self.steps_total = 3 + 3 * len(job.splits)

@@ -26,7 +26,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from nabench.core.errors import NabenchError
 from nabench.llm import Backend, ResponseCache, RunStats, write_stats
 from nabench.llm.options import open_backend
 from nabench.pipelines.driver import (
@@ -127,11 +126,10 @@ class SelfKnowBuild(KindBuild):
 
     steps_total = 4
     uses = SELFKNOW_USES
+    refuses_sample = "--sample applies to item datasets; a selfknow build takes --limit"
 
     def __init__(self, job: Resolved) -> None:
         super().__init__(job)
-        if job.options.sample is not None:
-            raise NabenchError("--sample applies to item datasets; a selfknow build takes --limit")
         self.protocol = job.protocol
         recipe = self.recipe = apply_protocol(job.recipe, self.protocol)
         self.taxonomy, self.prompts = load_taxonomy(), load_prompts()
