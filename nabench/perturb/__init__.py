@@ -13,17 +13,17 @@ from nabench.perturb.na_mixed import NAMixed
 from nabench.perturb.original import Original
 from nabench.schemas.columns import ItemColumns, LabelColumns
 
+# The variants, in the order their rules run and a card lists them.
 BUILDERS: dict[str, type[Builder]] = {
     b.kind: b
-    for b in (Original, NAKeyed, NAKeyedLast, NADistractor, NAMixed, AllOfTheAbove, ForeignKey)
+    for b in (Original, NAKeyed, NAKeyedLast, ForeignKey, NADistractor, NAMixed, AllOfTheAbove)
 }
 
 
 def builders_for(spec: Any) -> list[Builder]:
-    """The builders a recipe's variant spec asks for, by its kind (`na_keyed` with
-    `position: last` is its own builder); each builder class reads its own spec."""
-    last = spec.kind == "na_keyed" and getattr(spec, "position", None) == "last"
-    return BUILDERS["na_keyed_last" if last else str(spec.kind)].from_spec(spec)
+    """The builders a recipe's variant spec asks for: its builder class reads it (and may
+    hand it on: `na_keyed` with `position: last` makes `na_keyed_last` configs)."""
+    return BUILDERS[str(spec.kind)].from_spec(spec)
 
 
 __all__ = [

@@ -1,4 +1,6 @@
-"""The builder contract: a frozen dataclass of parameters with a `config_name` and a `build`."""
+"""The builder contract: a frozen dataclass of parameters with a `config_name` and a `build`,
+and, as class attributes, everything else about its variant (card text, draws, the audit
+reason of what it inserts, the rules its rows obey), so a variant is one file."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
+from pydantic import BaseModel, Field
 
 from nabench.core.rng import Draw
+from nabench.perturb.rules import Rule
 from nabench.schemas.columns import ItemColumns
 
 DEFAULT_NA_TEXT = "None of the above"
@@ -27,11 +31,22 @@ class Builder(ABC):
 
     kind: ClassVar[str]
     description: ClassVar[str]
+    # The recipe entry (`variants: [{kind: ...}]`) it is built from, a pydantic model whose
+    # `kind` is this kind; None for a builder another kind's spec asks for (`na_keyed_last`).
+    spec: ClassVar[type[BaseModel] | None]
     # The per-item draws `build` makes, stated on the card (none: the builder is deterministic).
     draws: ClassVar[tuple[Draw, ...]] = ()
     card_text: ClassVar[str]  # the card's "why" of the variant's config
-    # Eligibility reason for items that already hold one of `inserted_texts`.
-    inserted_reason: ClassVar[str] = "has_none_option"
+    # The audit reason its inserted text is flagged for (items already holding one of
+    # `inserted_texts` are ineligible for that reason); None where it inserts no phrasing.
+    inserted_reason: ClassVar[str | None] = "has_none_option"
+    # The invariants of this variant's rows (scoped to `kind`); the rules of every row, and
+    # the two below that several variants share, are `validate.invariants`'.
+    rules: ClassVar[tuple[Rule, ...]]
+    # Its rows hold the inserted text exactly once (`na_exactly_once`).
+    inserts_once: ClassVar[bool] = True
+    # It replaces the option at `replaced_index` and keeps every other (`unreplaced_unchanged`).
+    keeps_unreplaced: ClassVar[bool] = False
 
     @classmethod
     def from_spec(cls, spec: Any) -> list[Builder]:
@@ -51,6 +66,11 @@ class Builder(ABC):
     @abstractmethod
     def build(self, items: ItemColumns, seed: int) -> pa.Table:
         """Perturbed rows for every (eligible) item, in input order."""
+
+
+def na_texts_field() -> list[str]:
+    """A spec's `na_texts`: the NA phrasings, one config each (default: "None of the above")."""
+    return Field(default_factory=lambda: [DEFAULT_NA_TEXT], min_length=1)  # type: ignore[no-any-return]
 
 
 def slug(text: str) -> str:

@@ -3,25 +3,55 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from nabench.perturb._base import Builder, InsertsText
+from nabench.perturb.rules import Rule, show
 from nabench.schemas.columns import ItemColumns, append_to_lists, perturbed_table
+from nabench.schemas.recipe import _Spec
 
 DEFAULT_AOTA_TEXT = "All of the above"
+
+
+class AllOfTheAboveSpec(_Spec):
+    kind: Literal["all_of_the_above"]
+    text: str = DEFAULT_AOTA_TEXT
 
 
 @dataclass(frozen=True)
 class AllOfTheAbove(InsertsText):
     kind = "all_of_the_above"
     description = "'All of the above' appended as a fifth option; key unchanged."
+    spec = AllOfTheAboveSpec
     card_text = (
         '"All of the above" is appended as a new last option; the key is unchanged, so the '
         "appended option is always wrong"
     )
     inserted_reason = "has_all_option"
+    rules = (
+        Rule(
+            "aota_appended",
+            "`all_of_the_above`: the original options plus the text, last",
+            ("all_of_the_above",),
+            lambda v: (
+                (v.choices.lengths != v.original.lengths + 1)
+                | v.differs(v.choices.at(v.choices.lengths - 1), v.na_text)
+                | ~v.prefix_ok
+            ),
+            lambda v, i: (
+                f"expected the original choices plus {show(v.na_text, i)} as the last option"
+            ),
+        ),
+        Rule(
+            "aota_key_unchanged",
+            "`all_of_the_above`: the key is unchanged",
+            ("all_of_the_above",),
+            lambda v: v.answer != v.orig_answer,
+            lambda v, i: f"answer {v.answer[i]} != original answer {v.orig_answer[i]}",
+        ),
+    )
     text: str = DEFAULT_AOTA_TEXT
 
     @classmethod

@@ -13,14 +13,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from nabench.audit.patterns import normalise_text
+from nabench.core.arrow import as_bool_mask
 from nabench.core.errors import NabenchError
 from nabench.core.rng import Draw, item_rng
 from nabench.perturb._base import Builder
+from nabench.perturb.rules import Rows, Rule, show
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_each
+from nabench.schemas.recipe import _Spec
 
 PURPOSE = "foreign_key"
 RANDOM_TRIES = 32  # then a seeded full scan of the subject's pool
@@ -32,6 +38,13 @@ DRAW = Draw(
     "itself or equals one of its options, then the first usable one scanning on from "
     "`rng.randrange(len(pool))`",
 )
+
+
+class ForeignKeySpec(_Spec):
+    """The NA study's ablation control: the gold text replaced in place by another item's
+    gold text (same subject), which is the key."""
+
+    kind: Literal["foreign_key"]
 
 
 def _norm(text: str) -> str:
@@ -85,15 +98,71 @@ class DonorPool:
         )
 
 
+def _norm_column(values: pa.Array) -> pa.Array:
+    return pc.utf8_lower(pc.utf8_trim_whitespace(values))
+
+
+def others_unchanged(v: Rows) -> np.ndarray:
+    """Every option but the key's slot is the original option at that position."""
+    ok = v.choices.lengths == v.original.lengths
+    for j in range(v.choices.width):
+        present = v.choices.lengths > j
+        same = v.equal(v.choices.column(j), v.original.column(j))
+        ok &= ~present | (v.answer == j) | same
+    return ok
+
+
+def borrowed_is_foreign(v: Rows) -> np.ndarray:
+    """The inserted text equals none of the item's own original options (stripped, case-folded)."""
+    norm_flat = _norm_column(v.original.flat)
+    target = _norm_column(v.na_text.fill_null(""))
+    hit = np.zeros(v.n, dtype=bool)
+    for j in range(v.original.width):
+        hit |= v.equal(v.original.column(j, norm_flat), target)
+    return ~hit & as_bool_mask(pc.is_valid(v.na_text))
+
+
+_FK = (PURPOSE,)
+
+
 @dataclass(frozen=True)
 class ForeignKey(Builder):
     kind = "foreign_key"
     description = "Gold option replaced in place by another same-subject item's gold text (key)."
+    spec = ForeignKeySpec
     draws = (DRAW,)
     card_text = (
         "the ablation control of the NA study: the gold option is replaced in place by the gold "
         "text of another item of the same subject, which becomes the key; the drop it causes "
         "separates NA semantics from 'any replacement of the gold text'"
+    )
+    inserted_reason = None  # another item's ordinary gold text, not a phrasing
+    rules = (
+        Rule(
+            "foreign_key_in_place",
+            "`foreign_key`: the borrowed text replaces the gold in place, as key",
+            _FK,
+            lambda v: (
+                (v.answer != v.orig_answer)
+                | (v.replaced != v.orig_answer)
+                | ~v.equal(v.key_text, v.na_text)
+            ),
+            lambda v, i: f"the gold slot must hold the inserted text {show(v.na_text, i)} as key",
+        ),
+        Rule(
+            "foreign_key_not_own_option",
+            "`foreign_key`: the borrowed text is none of the own options",
+            _FK,
+            lambda v: ~borrowed_is_foreign(v),
+            lambda v, i: f"inserted text {show(v.na_text, i)} is one of the item's own options",
+        ),
+        Rule(
+            "foreign_key_others_unchanged",
+            "`foreign_key`: every other option is unchanged",
+            _FK,
+            lambda v: ~others_unchanged(v),
+            lambda v, i: "an option other than the key differs from the original",
+        ),
     )
 
     @property

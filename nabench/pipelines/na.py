@@ -12,6 +12,7 @@ from nabench.audit.patterns import option_patterns
 from nabench.audit.redux import ReduxAudit, flagged_total
 from nabench.core.errors import NabenchError
 from nabench.perturb import Builder, ItemColumns, builders_for
+from nabench.perturb.recipe import Recipe
 from nabench.pipelines.driver import Card, KindBuild, Step, Steps, drive
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.skeleton import (
@@ -26,7 +27,6 @@ from nabench.pipelines.skeleton import (
     split_record,
 )
 from nabench.schemas.manifest import Manifest
-from nabench.schemas.recipe import Recipe
 from nabench.sources import Source, get_source
 from nabench.sources.sample import SAMPLE_DRAW
 from nabench.stage.cards import context as cc

@@ -46,6 +46,7 @@ from nabench.llm import (
 )
 from nabench.llm.options import default_cache_path, open_backend
 from nabench.perturb import ItemColumns
+from nabench.perturb.recipe import NATrainRecipe
 from nabench.perturb.training import ALL_CORRECT, ALL_INCORRECT, Selection, select
 from nabench.pipelines.driver import (
     Card,
@@ -64,7 +65,6 @@ from nabench.schemas.na_train import (
     DPO_ARROW,
     SAMPLES_ARROW,
     SFT_ARROW,
-    NATrainRecipe,
 )
 from nabench.sources import Source, get_source
 from nabench.stage.cards import size_category

@@ -11,14 +11,14 @@ from pydantic import BaseModel, ValidationError
 
 from nabench.core.errors import RecipeError
 from nabench.core.safe_load import ParseLimits, UnsafeInput, load_yaml, load_yaml_file
+from nabench.perturb.recipe import NATrainRecipe, Recipe
 from nabench.pipelines.artifacts import build_artifacts
 from nabench.pipelines.na import build as build_na
 from nabench.pipelines.na_train import build_na_train
 from nabench.pipelines.selfknow import build_selfknow
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
-from nabench.schemas.na_train import NATrainRecipe
-from nabench.schemas.recipe import Recipe, format_validation_error
+from nabench.schemas.recipe import format_validation_error
 from nabench.selfknow.recipe import SelfKnowRecipe
 
 RECIPE_DIR = Path(__file__).parents[1] / "recipes"

@@ -1,5 +1,6 @@
-"""Recipe of kind `na-train` and the rows it writes: the NA study's fine-tuning data (§5.5 of
-Tam et al.), in TRL's conversational dataset formats.
+"""The sections of a recipe of kind `na-train` (the recipe is `perturb.recipe.NATrainRecipe`)
+and the rows it writes: the NA study's fine-tuning data (§5.5 of Tam et al.), in TRL's
+conversational dataset formats.
 
 A build samples `sampling.n` chain-of-thought answers per variant of every training question
 (standard = `original`, `na_keyed`, `na_distractor`), keeps a variant's sample set only when it
@@ -10,26 +11,13 @@ wrong).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 import pyarrow as pa
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field
 
 from nabench.schemas.model import ModelSpec
-from nabench.schemas.recipe import (
-    LabelsSpec,
-    NADistractorSpec,
-    NAKeyedSpec,
-    OriginalSpec,
-    PublishSpec,
-    SemVer,
-    SourceSpec,
-    _Spec,
-)
-
-TrainVariantSpec = Annotated[
-    OriginalSpec | NAKeyedSpec | NADistractorSpec, Field(discriminator="kind")
-]
+from nabench.schemas.recipe import _Spec
 
 
 class SamplerSpec(ModelSpec):
@@ -77,47 +65,6 @@ class LicenceSpec(_Spec):
     """Licence of the generating model's outputs (null: the card asks the user to fill it)."""
 
     outputs: str | None = None
-
-
-class NATrainRecipe(_Spec):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: SemVer
-    description: str = ""
-    kind: Literal["na-train"]
-    source: SourceSpec
-    seed: int = 0
-    variants: list[TrainVariantSpec] = Field(min_length=1)
-    labels: LabelsSpec = Field(default_factory=LabelsSpec)
-    sampler: SamplerSpec = Field(default_factory=SamplerSpec)
-    sft: SFTSpec = Field(default_factory=SFTSpec)
-    dpo: DPOSpec = Field(default_factory=DPOSpec)
-    decontamination: DecontaminationSpec = Field(default_factory=DecontaminationSpec)
-    licence: LicenceSpec = Field(default_factory=LicenceSpec)
-    publish: PublishSpec = Field(default_factory=PublishSpec)
-
-    @field_validator("variants")
-    @classmethod
-    def _one_phrasing(cls, value: list[Any]) -> list[Any]:
-        kinds = [v.kind for v in value]
-        if len(set(kinds)) != len(kinds):
-            raise ValueError(f"each variant kind at most once, got {kinds}")
-        for v in value:
-            if len(getattr(v, "na_texts", [None])) != 1:
-                raise ValueError(f"{v.kind}: give exactly one NA phrasing for training data")
-        return value
-
-    @model_validator(mode="after")
-    def _known_variants(self) -> NATrainRecipe:
-        kinds = {v.kind for v in self.variants}
-        if "original" not in kinds:
-            raise ValueError("variants must include 'original' (the standard variant)")
-        for section, names in (("sft", self.sft.variants), ("dpo", self.dpo.variants)):
-            unknown = sorted(set(names) - kinds)
-            if unknown:
-                raise ValueError(f"{section}.variants {unknown} are not among the variants")
-        if set(self.decontamination.splits) & set(self.source.splits):
-            raise ValueError("a decontamination split is also a training split")
-        return self
 
 
 _STR = pa.string()

@@ -1,4 +1,6 @@
-"""The recipe: a declarative build spec (YAML) validated by pydantic, like lm-eval task configs."""
+"""The parts of a recipe (a declarative build spec in YAML, validated by pydantic like lm-eval
+task configs) that every recipe kind shares: source, labels, publish target, version, seed.
+The NA recipe itself, whose variants are the builders' own specs, is `perturb.recipe`."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from pydantic import (
 
 from nabench.core.version import release_version
 from nabench.schemas.model import ModelSpec
-from nabench.schemas.redux import AuditSpec
 
 
 def _check_semver(value: str) -> str:
@@ -40,56 +41,6 @@ class SourceSpec(_Spec):
     config: str | None = None
     splits: list[str] = Field(min_length=1)
     revision: str | None = None
-
-
-class OriginalSpec(_Spec):
-    kind: Literal["original"]
-
-
-class NAKeyedSpec(_Spec):
-    kind: Literal["na_keyed"]
-    na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
-    position: Literal["in_place", "last"] = Field(
-        default="in_place",
-        description="`in_place`: NA takes the gold option's slot (the NA study); `last`: the "
-        "gold option is removed, the others keep their order and NA is the last option "
-        "(test-writing guidelines). `last` configs are named `na_keyed_last`.",
-    )
-
-
-class ForeignKeySpec(_Spec):
-    """The NA study's ablation control: the gold text replaced in place by another item's
-    gold text (same subject), which is the key."""
-
-    kind: Literal["foreign_key"]
-
-
-class NADistractorSpec(_Spec):
-    kind: Literal["na_distractor"]
-    na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
-
-
-class NAMixedSpec(_Spec):
-    """NA replaces one option drawn per item; it is the key on a seeded 1/k of items."""
-
-    kind: Literal["na_mixed"]
-    na_texts: list[str] = Field(default_factory=lambda: ["None of the above"], min_length=1)
-
-
-class AllOfTheAboveSpec(_Spec):
-    kind: Literal["all_of_the_above"]
-    text: str = "All of the above"
-
-
-VariantSpec = Annotated[
-    OriginalSpec
-    | NAKeyedSpec
-    | NADistractorSpec
-    | NAMixedSpec
-    | AllOfTheAboveSpec
-    | ForeignKeySpec,
-    Field(discriminator="kind"),
-]
 
 
 class LLMLabelerSpec(ModelSpec):
@@ -124,31 +75,6 @@ class LabelsSpec(_Spec):
 class PublishSpec(_Spec):
     repo_id: str | None = None
     private: bool = False
-
-
-class Recipe(_Spec):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: SemVer
-    description: str = ""
-    kind: Literal["na"] = "na"
-    source: SourceSpec
-    seed: Seed = 0
-    exclude_subjects: list[str] = Field(
-        default_factory=list,
-        description="Subjects left out of every config (quarantined as `excluded_subject`).",
-    )
-    variants: list[VariantSpec] = Field(min_length=1)
-    labels: LabelsSpec = Field(default_factory=LabelsSpec)
-    audit: AuditSpec = Field(default_factory=AuditSpec)
-    publish: PublishSpec = Field(default_factory=PublishSpec)
-
-    @model_validator(mode="after")
-    def _has_original(self) -> Recipe:
-        if not any(v.kind == "original" for v in self.variants):
-            raise ValueError("variants must include 'original' (the control every id traces to)")
-        if self.audit.redux is not None and self.source.dataset != "mmlu":
-            raise ValueError("audit.redux (MMLU-Redux) applies to mmlu recipes only")
-        return self
 
 
 def format_validation_error(exc: ValidationError, origin: str) -> str:

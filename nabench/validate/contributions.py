@@ -543,17 +543,16 @@ def _check_golden(contrib: _Contribution, rows: list[dict[str, Any]], ctx: _Cont
             ctx.add(where, rule, message, i, item_id)
 
 
-# Which audit reason an inserted text of each contributable variant must be flagged for
-# (the builder's own `inserted_reason`).
-_INSERTED_REASON = {
-    kind: BUILDERS[kind].inserted_reason
-    for kind in ("na_keyed", "na_distractor", "na_mixed", "all_of_the_above")
-}
+def _inserted_reason(variant: Any) -> str | None:
+    """The audit reason the text a variant inserts is flagged for (its builder's own; None
+    for a variant inserting no phrasing, or an unknown one)."""
+    builder = BUILDERS.get(str(variant))
+    return builder.inserted_reason if builder is not None else None
 
 
 def _recognised(text: str, variant: Any) -> bool:
     """Is `text` a phrasing of the kind `variant` inserts (by the audit's own patterns)?"""
-    wanted = _INSERTED_REASON.get(str(variant))
+    wanted = _inserted_reason(variant)
     reasons = text_reasons(text)
     return wanted in reasons if wanted else bool(reasons)
 
@@ -565,7 +564,8 @@ def _check_na_texts(where: str, header: Any, rows: _Rows, ctx: _Context) -> None
     verdicts: dict[tuple[str, str], bool] = {}
     for row, pos in zip(rows.rows, rows.positions, strict=True):
         text, variant = row.get("na_text"), row["variant"]
-        if variant not in _INSERTED_REASON:
+        reason = _inserted_reason(variant)
+        if reason is None:
             continue
         if text is None:
             continue  # na_exactly_once reports it
@@ -578,7 +578,7 @@ def _check_na_texts(where: str, header: Any, rows: _Rows, ctx: _Context) -> None
                 where,
                 "na_text_recognised",
                 f"na_text {text!r} is neither a known phrasing nor a declared one the audit "
-                f"recognises as {_INSERTED_REASON[variant]}",
+                f"recognises as {reason}",
                 pos,
                 row["id"],
             )

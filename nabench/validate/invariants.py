@@ -16,19 +16,15 @@ import pyarrow.compute as pc
 
 from nabench.core.arrow import as_bool_mask
 from nabench.perturb import BUILDERS
+from nabench.perturb.rules import Rows, Rule, config_variant, show
 from nabench.schemas import Violation, nullable_types, pandera_schema, schema_violations
-from nabench.validate.placement import (
-    FOREIGN_KEY,
-    NA_KEYED_LAST,
-    PLACEMENT_RULES,
-    gold_absent_rule,
-)
-from nabench.validate.rows import Rows, Rule, config_variant, show
 
 # Every variant a row may name: the builders registered in `perturb` (one source of truth).
 VARIANTS = tuple(BUILDERS)
 LETTERS = "ABCDEFGHIJ"
 LETTER_SHARE_WARNING = 0.40
+# The variants whose `na_text` is an ordinary option text (foreign_key's borrowed gold).
+PLAIN_TEXT_VARIANTS = frozenset(k for k, b in BUILDERS.items() if b.inserted_reason is None)
 
 
 @dataclass
@@ -57,19 +53,24 @@ def first_repeats(values: pa.Array) -> np.ndarray:
     return codes <= earlier_max
 
 
-_INSERTING = (
-    "na_keyed", "na_distractor", "na_mixed", "all_of_the_above", NA_KEYED_LAST, FOREIGN_KEY
-)  # fmt: skip
-_KEYED, _DIST, _MIXED, _ORIG, _AOTA = (
-    ("na_keyed",),
-    ("na_distractor",),
-    ("na_mixed",),
-    ("original",),
-    ("all_of_the_above",),
-)
+def row_view(
+    table: pa.Table,
+    config: str | None = None,
+    source: pa.Table | None = None,
+    extra_na_texts: tuple[str, ...] = (),
+) -> Rows:
+    """The rules' view of a perturbed table, with what the registered variants insert."""
+    return Rows(table, PLAIN_TEXT_VARIANTS, config, source, extra_na_texts)
 
-# The row invariants of a perturbed table, any variant; `description` is the card's text.
-ROW_RULES: tuple[Rule, ...] = (
+
+def _sharing(flag: str) -> tuple[str, ...]:
+    """The variants whose builder sets `flag` (a rule several variants share)."""
+    return tuple(k for k, b in BUILDERS.items() if getattr(b, flag))
+
+
+# The invariants of every row, and those several variants share (by a builder flag); each
+# variant's own rules come from its builder, in registry order. `description` is the card's.
+_HEAD: tuple[Rule, ...] = (
     Rule(
         "key_in_range",
         "the answer index points at an existing option",
@@ -94,7 +95,7 @@ ROW_RULES: tuple[Rule, ...] = (
     Rule(
         "na_exactly_once",
         "NA / All-of-the-above variants hold the inserted text exactly once",
-        _INSERTING,
+        _sharing("inserts_once"),
         lambda v: v.na_count != 1,
         lambda v, i: f"{show(v.na_text, i)} appears {v.na_count[i]} times (expected exactly once)",
     ),
@@ -118,91 +119,14 @@ ROW_RULES: tuple[Rule, ...] = (
     Rule(
         "unreplaced_unchanged",
         "NA variants: every option not replaced equals the source's",
-        (*_KEYED, *_DIST, *_MIXED),
+        _sharing("keeps_unreplaced"),
         lambda v: v.unreplaced_changed,
         lambda v, i: (
             f"an option other than replaced_index {v.replaced[i]} differs from original_choices"
         ),
     ),
-    Rule(
-        "original_unchanged",
-        "`original` rows equal their source rows",
-        _ORIG,
-        lambda v: ~(v.same_len & v.prefix_ok) | (v.answer != v.orig_answer),
-        lambda v, i: "original row differs from its source choices/answer",
-    ),
-    Rule(
-        "na_keyed_key_is_na",
-        "`na_keyed`: the key is the NA text",
-        _KEYED,
-        lambda v: v.differs(v.key_text, v.na_text),
-        lambda v, i: f"key text is {show(v.key_text, i)}, expected {show(v.na_text, i)}",
-    ),
-    gold_absent_rule("na_keyed"),
-    Rule(
-        "na_keyed_in_place",
-        "`na_keyed`: NA replaces the gold option in place",
-        _KEYED,
-        lambda v: (v.replaced != v.orig_answer) | (v.answer != v.orig_answer),
-        lambda v, i: "NA must replace the gold option in place",
-    ),
-    *PLACEMENT_RULES,
-    Rule(
-        "na_distractor_key_is_gold",
-        "`na_distractor`: the key is still the original gold",
-        _DIST,
-        lambda v: v.differs(v.key_text, v.gold_text) | (v.answer != v.orig_answer),
-        lambda v, i: (
-            f"key text is {show(v.key_text, i)}, expected original gold {show(v.gold_text, i)}"
-        ),
-    ),
-    Rule(
-        "na_distractor_replaced_distractor",
-        "`na_distractor`: NA replaced a distractor",
-        _DIST,
-        lambda v: (v.replaced == v.answer) | v.differs(v.choices.at(v.replaced), v.na_text),
-        lambda v, i: f"replaced_index {v.replaced[i]} must be a distractor now holding the NA text",
-    ),
-    Rule(
-        "na_mixed_in_place",
-        "`na_mixed`: NA replaces one option in place; the key stays in its slot",
-        _MIXED,
-        lambda v: (v.answer != v.orig_answer) | v.differs(v.choices.at(v.replaced), v.na_text),
-        lambda v, i: (
-            f"the key must stay in the gold slot and replaced_index {v.replaced[i]} hold NA"
-        ),
-    ),
-    Rule(
-        "na_mixed_key_is_na_or_gold",
-        "`na_mixed`: the key is NA where it replaced the gold, else the gold",
-        _MIXED,
-        lambda v: np.where(
-            v.replaced == v.orig_answer,
-            v.differs(v.key_text, v.na_text) | (v.choices.count_equal(v.gold_text) > 0),
-            v.differs(v.key_text, v.gold_text),
-        ),
-        lambda v, i: (
-            f"key text is {show(v.key_text, i)}: NA where it replaced the gold, else the gold"
-        ),
-    ),
-    Rule(
-        "aota_appended",
-        "`all_of_the_above`: the original options plus the text, last",
-        _AOTA,
-        lambda v: (
-            (v.choices.lengths != v.original.lengths + 1)
-            | v.differs(v.choices.at(v.choices.lengths - 1), v.na_text)
-            | ~v.prefix_ok
-        ),
-        lambda v, i: f"expected the original choices plus {show(v.na_text, i)} as the last option",
-    ),
-    Rule(
-        "aota_key_unchanged",
-        "`all_of_the_above`: the key is unchanged",
-        _AOTA,
-        lambda v: v.answer != v.orig_answer,
-        lambda v, i: f"answer {v.answer[i]} != original answer {v.orig_answer[i]}",
-    ),
+)
+_TAIL: tuple[Rule, ...] = (
     Rule(
         "ids_unique",
         "ids are unique within a config",
@@ -210,6 +134,12 @@ ROW_RULES: tuple[Rule, ...] = (
         lambda v: first_repeats(v.ids),
         lambda v, i: "id repeats an earlier row",
     ),
+)
+# The row invariants of a perturbed table, any variant.
+ROW_RULES: tuple[Rule, ...] = (
+    *_HEAD,
+    *(rule for builder in BUILDERS.values() for rule in builder.rules),
+    *_TAIL,
 )
 
 
@@ -279,7 +209,7 @@ def check_perturbed(
     table: pa.Table, where: str, extra_na_texts: Iterable[str] = ()
 ) -> list[Violation]:
     """All row-level invariants of a perturbed table (any variant, no build around it)."""
-    rows = Rows(table, extra_na_texts=tuple(extra_na_texts))
+    rows = row_view(table, extra_na_texts=tuple(extra_na_texts))
     return run_rules(rows, ROW_RULES, where)[0]
 
 

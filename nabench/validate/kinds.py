@@ -29,10 +29,10 @@ from nabench.validate.invariants import (
     Violation,
     check_schema,
     letter_distribution,
+    row_view,
     run_rules,
 )
 from nabench.validate.na_train import Parse, check_na_train
-from nabench.validate.rows import FOREIGN_KEY, Rows
 
 # Configs of an NA build that hold no perturbed items.
 NA_SIDE_CONFIGS = frozenset({"excluded", "labels", "redux"})
@@ -76,11 +76,7 @@ def _count(report: ValidationReport, part: ConfigTable) -> None:
 def na_inserted_texts(parts: Sequence[ConfigTable]) -> tuple[str, ...]:
     """The NA phrasings the build's rows insert (an item holding one elsewhere is a stray
     NA option); read from the rows, so the build and a validation of its files agree."""
-    none_variants = {
-        kind
-        for kind, cls in BUILDERS.items()
-        if cls.inserted_reason == "has_none_option" and kind != FOREIGN_KEY
-    }
+    none_variants = {k for k, cls in BUILDERS.items() if cls.inserted_reason == "has_none_option"}
     texts: set[str] = set()
     for part in parts:
         if part.config in NA_SIDE_CONFIGS or "na_text" not in part.table.column_names:
@@ -118,7 +114,7 @@ def validate_na(parts: Sequence[ConfigTable]) -> ValidationReport:
         report.violations.extend(schema)
         if schema:  # the rules read the columns the schema just found broken
             continue
-        rows = Rows(part.table, part.config, originals.get(part.split), extra)
+        rows = row_view(part.table, part.config, originals.get(part.split), extra)
         violations, names = run_rules(rows, PERTURBED_RULES, part.relpath)
         report.violations.extend(violations)
         ran.update(names)

@@ -16,9 +16,9 @@ from safety_helpers import nabench, tree_bytes
 from nabench.core.out_guard import remove_stale
 from nabench.core.safe_load import UnsafeInput, load_yaml
 from nabench.evaluation.external import _lm_eval_item
+from nabench.perturb.recipe import Recipe
 from nabench.pipelines.registry import load_recipe
 from nabench.schemas.contribution import ContributionHeader
-from nabench.schemas.recipe import Recipe
 
 # -- finding 9 ------------------------------------------------------------------------------
 

@@ -26,13 +26,13 @@ from nabench.cli import main
 from nabench.core.card_seal import card_sha256, seal_card
 from nabench.core.errors import ValidationFailed
 from nabench.perturb.na_keyed import NAKeyed
+from nabench.perturb.rules import config_variant
 from nabench.pipelines.na import build
 from nabench.pipelines.registry import load_recipe
 from nabench.pipelines.skeleton import BuildOptions
 from nabench.publish.plan import PublishError, make_plan
 from nabench.validate import validate_path
 from nabench.validate.kinds import Part, validate_na
-from nabench.validate.rows import config_variant
 
 FILE = "test-00000-of-00001.parquet"
 LIMIT = 80

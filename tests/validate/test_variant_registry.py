@@ -1,6 +1,6 @@
-"""Every registered variant is complete: its builder carries what the card and the audit
-need, and at least one rule record applies to its rows only (a new variant without its own
-invariants would be published with none of them checked)."""
+"""Every registered variant is complete in its one file: its builder carries its recipe spec,
+what the card and the audit need, and the rule records of its rows (a new variant without its
+own invariants would be published with none of them checked)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from pydantic import TypeAdapter
 
 from nabench.perturb import BUILDERS, builders_for
-from nabench.schemas.recipe import VariantSpec
-from nabench.validate.invariants import PERTURBED_RULES, VARIANTS
+from nabench.perturb.recipe import VariantSpec
+from nabench.validate.invariants import PERTURBED_RULES, ROW_RULES, VARIANTS
 
 
 @pytest.mark.parametrize("kind", sorted(BUILDERS))
@@ -19,10 +19,26 @@ def test_registered_variant_is_complete(kind: str) -> None:
     cls = BUILDERS[kind]
     assert cls.kind == kind
     assert cls.description.strip() and cls.card_text.strip()
-    assert cls.inserted_reason in {"has_none_option", "has_all_option"}
-    own = [r.name for r in PERTURBED_RULES if r.variants is not None and kind in r.variants]
-    assert own, f"no rule record applies to {kind!r} rows"
+    assert cls.inserted_reason in {None, "has_none_option", "has_all_option"}
+    # its own rules, in its own file, scoped to its rows only, and all of them run
+    assert cls.rules, f"no rule record applies to {kind!r} rows"
+    assert all(rule.variants == (kind,) for rule in cls.rules)
+    assert all(rule in ROW_RULES for rule in cls.rules)
+    if cls.spec is not None:  # the recipe entry it is built from sits in the same file
+        assert cls.spec.__module__ == cls.__module__
     assert kind in VARIANTS
+
+
+def test_every_rule_is_a_builders_or_applies_to_every_row_or_by_a_flag() -> None:
+    """No rule scoped to variants by a hand-kept list: a variant's rules are its builder's,
+    the others apply to every row or to the builders that set a flag."""
+    own = {rule.name for cls in BUILDERS.values() for rule in cls.rules}
+    flags = {"na_exactly_once": "inserts_once", "unreplaced_unchanged": "keeps_unreplaced"}
+    for rule in ROW_RULES:
+        if rule.name in own or rule.variants is None:
+            continue
+        flag = flags[rule.name]
+        assert set(rule.variants) == {k for k, b in BUILDERS.items() if getattr(b, flag)}
 
 
 def test_rule_names_are_unique_and_described() -> None:

@@ -1,14 +1,16 @@
 """The rule record every row invariant of a perturbed config is written as, and the view of
 a table the rules read (columns decoded once, shared masks computed on first use).
 
-A rule is (name, description, the variants it applies to, broken-mask, explanation). The
-build and `nabench validate` evaluate the same records, and a card lists the records that
-ran on its build (`Rule.description` is the card's text), so no rule list is copied by hand.
+A rule is (name, description, the variants it applies to, broken-mask, explanation). Each
+builder carries the rules of its own rows (`Builder.rules`, in its file); the rules of every
+row are in `validate.invariants`. The build and `nabench validate` evaluate the same records,
+and a card lists the records that ran on its build (`Rule.description` is the card's text),
+so no rule list is copied by hand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,8 +23,6 @@ from nabench.core.arrow import ListColumn, as_bool_mask
 
 # Item fields a perturbed row copies from its source row (`original_answer` is `answer` there).
 TRACED = ("source", "subject", "question", "original_answer")
-NA_KEYED_LAST = "na_keyed_last"
-FOREIGN_KEY = "foreign_key"
 
 
 def _ints(table: pa.Table, name: str) -> np.ndarray:
@@ -42,9 +42,12 @@ def config_variant(config: str) -> str:
 class Rows:
     """A perturbed table as the rules see it. `config` is the config the table was staged or
     found in (None for a lone file), `source` the `original` config of its split (None when
-    the build has none, or for a lone file), `extra_na_texts` the build's inserted texts."""
+    the build has none, or for a lone file), `extra_na_texts` the build's inserted texts,
+    `plain_text_variants` the variants whose `na_text` is an ordinary option text, not a
+    phrasing to look for in other options (`Builder.inserted_reason` None)."""
 
     table: pa.Table
+    plain_text_variants: frozenset[str]
     config: str | None = None
     source: pa.Table | None = None
     extra_na_texts: tuple[str, ...] = ()
@@ -114,9 +117,10 @@ class Rows:
     def stray_flagged(self) -> np.ndarray:
         """Rows holding a flagged option (audit patterns, or an NA / AOTA text of the build)
         anywhere but where its own inserted text stands."""
-        # a foreign key is another item's ordinary gold text, not an NA phrasing to look for
+        # a borrowed text (foreign_key) is another item's ordinary gold, not a phrasing
         pairs = zip(self.na_text.to_pylist(), self.variant.to_pylist(), strict=True)
-        inserted = sorted({t for t, v in pairs if t is not None and v != FOREIGN_KEY})
+        plain = self.plain_text_variants
+        inserted = sorted({t for t, v in pairs if t is not None and v not in plain})
         phrases = {"has_none_option": (*self.extra_na_texts, *inserted)}
         flagged = any_flagged(self.choices.flat, phrases)
         row_of = np.repeat(np.arange(self.n), self.choices.lengths)
@@ -192,7 +196,12 @@ class Rule:
         return scope
 
 
-def applicable(rules: Iterable[Rule], variants: Iterable[str]) -> list[Rule]:
-    """The rules that apply to configs of these variants (what a card of them lists)."""
-    present = set(variants)
-    return [r for r in rules if r.variants is None or present & set(r.variants)]
+def gold_absent_rule(variant: str) -> Rule:
+    """`<variant>_gold_absent`: the original gold text is gone (every NA-keyed placement)."""
+    return Rule(
+        f"{variant}_gold_absent",
+        f"`{variant}`: the original gold text is gone",
+        (variant,),
+        lambda v: v.choices.count_equal(v.gold_text) > 0,
+        lambda v, i: f"original gold text {show(v.gold_text, i)} is still among the choices",
+    )
