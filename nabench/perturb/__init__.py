@@ -3,7 +3,7 @@
 from typing import Any
 
 from nabench.core.rng import item_rng
-from nabench.perturb._base import KNOWN_NA_TEXTS, Builder, slug
+from nabench.perturb._base import KNOWN_NA_TEXTS, Builder, InsertsText, slug
 from nabench.perturb.all_of_the_above import AllOfTheAbove
 from nabench.perturb.foreign_key import ForeignKey
 from nabench.perturb.na_distractor import NADistractor
@@ -32,6 +32,7 @@ __all__ = [
     "AllOfTheAbove",
     "Builder",
     "ForeignKey",
+    "InsertsText",
     "ItemColumns",
     "LabelColumns",
     "NADistractor",

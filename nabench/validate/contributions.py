@@ -36,7 +36,7 @@ from nabench.core.safe_load import (
     load_yaml,
     read_text,
 )
-from nabench.perturb import BUILDERS, KNOWN_NA_TEXTS, ItemColumns, LabelColumns
+from nabench.perturb import BUILDERS, KNOWN_NA_TEXTS, InsertsText, ItemColumns, LabelColumns
 from nabench.schemas.contribution import ContributionHeader
 from nabench.schemas.item import Item, PerturbedItem
 from nabench.schemas.tables import PERTURBED_ARROW
@@ -440,6 +440,9 @@ def _builder_problem(parameters: Mapping[str, Any]) -> str | None:
         return None
     if kind not in BUILDERS:
         return f"unknown builder {kind!r} (known: {', '.join(BUILDERS)})"
+    if kind != "original" and not issubclass(BUILDERS[kind], InsertsText):
+        # rebuilt from each row's own fields and one text: not a builder borrowing from others
+        return f"builder {kind!r} cannot be rebuilt from a contribution's rows alone"
     if not isinstance(parameters.get("seed"), int):
         return "parameters.seed (an integer) is required with parameters.builder"
     if kind != "original" and not isinstance(parameters.get("na_text"), str):

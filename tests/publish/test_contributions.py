@@ -244,6 +244,29 @@ def test_corruption_is_caught(
         assert res.exit_code == 1, res.output
 
 
+def test_builder_that_borrows_from_other_items_is_refused(contrib: Path) -> None:
+    """`foreign_key` borrows another item's gold text, so a contribution's rows alone cannot
+    be rebuilt with it: one violation naming it (was `internal error: TypeError`)."""
+    _header_edit(lambda h: h["parameters"].update(builder="foreign_key"))(contrib / NAME)
+    res = CliRunner().invoke(main, ["validate", str(contrib)])
+    assert res.exit_code == 1, res.output
+    assert "internal error" not in res.output
+    assert (
+        f"{NAME}/contribution.yaml: [header:parameters] builder 'foreign_key' cannot be "
+        "rebuilt from a contribution's rows alone"
+    ) in res.output
+
+
+def test_na_keyed_last_text_must_be_an_na_phrasing(contrib: Path) -> None:
+    """Every variant's inserted text is checked for the audit reason its builder inserts:
+    `na_keyed_last` with "All of the above" as its NA text was accepted (any reason did)."""
+    _header_edit(
+        lambda h: h["parameters"].update(builder="na_keyed_last", na_text="All of the above")
+    )(contrib / NAME)
+    found = messages(contrib)
+    assert any("[na_text_recognised] parameters.na_text 'All of the above'" in m for m in found)
+
+
 def test_duplicate_against_release(
     contrib: Path, example_source: dict[str, str], tmp_path: Path
 ) -> None:
