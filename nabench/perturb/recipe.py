@@ -67,7 +67,7 @@ class NATrainRecipe(_Spec):
     description: str = ""
     kind: Literal["na-train"]
     source: SourceSpec
-    seed: int = 0
+    seed: Seed = 0
     variants: list[TrainVariantSpec] = Field(min_length=1)
     labels: LabelsSpec = Field(default_factory=LabelsSpec)
     sampler: SamplerSpec = Field(default_factory=SamplerSpec)

@@ -10,9 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from pydantic import ValidationError
 from safety_helpers import nabench, tree_bytes
 
+from nabench import recipes as shipped_recipes
 from nabench.core.out_guard import remove_stale
 from nabench.core.safe_load import UnsafeInput, load_yaml
 from nabench.evaluation.external import _lm_eval_item
@@ -34,12 +36,17 @@ def test_a_duplicated_yaml_key_is_refused() -> None:
     }
 
 
-@pytest.mark.parametrize("seed", [True, "7", 7.0])
-def test_a_seed_must_be_an_integer(seed: object) -> None:
-    data = load_recipe("mmlu-na").model_dump(mode="json")
+@pytest.mark.parametrize("recipe", ["mmlu-na", "mmlu-artifacts", "selfknow", "mmlu-na-train"])
+@pytest.mark.parametrize("seed", [True, "7", 7.0, 2**63])
+def test_a_seed_must_be_an_integer(recipe: str, seed: object) -> None:
+    """Every recipe kind's seed is one strict int64 (na-train took `seed: true` as 1, "7" as 7
+    and 2**63, which no int64 seed column holds)."""
+    model = type(load_recipe(recipe))
+    data = yaml.safe_load((Path(shipped_recipes.__file__).parent / f"{recipe}.yaml").read_text())
     with pytest.raises(ValidationError):
-        Recipe.model_validate({**data, "seed": seed})
-    assert Recipe.model_validate({**data, "seed": 7}).seed == 7
+        model.model_validate({**data, "seed": seed})
+    assert model.model_validate({**data, "seed": 7}).seed == 7
+    assert Recipe.model_fields["seed"].annotation == model.model_fields["seed"].annotation
 
 
 def test_a_row_file_listed_twice_is_refused() -> None:
