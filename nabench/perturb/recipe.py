@@ -22,7 +22,7 @@ from nabench.schemas.na_train import (
     SamplerSpec,
     SFTSpec,
 )
-from nabench.schemas.recipe import LabelsSpec, PublishSpec, Seed, SemVer, SourceSpec, _Spec
+from nabench.schemas.recipe import LabelsSpec, PublishSpec, RecipeHeader
 from nabench.schemas.redux import AuditSpec
 
 _SPECS = tuple(b.spec for b in BUILDERS.values() if b.spec is not None)
@@ -30,13 +30,8 @@ _SPECS = tuple(b.spec for b in BUILDERS.values() if b.spec is not None)
 VariantSpec = Annotated[Union[_SPECS], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
 
 
-class Recipe(_Spec):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: SemVer
-    description: str = ""
+class Recipe(RecipeHeader):
     kind: Literal["na"] = "na"
-    source: SourceSpec
-    seed: Seed = 0
     exclude_subjects: list[str] = Field(
         default_factory=list,
         description="Subjects left out of every config (quarantined as `excluded_subject`).",
@@ -61,13 +56,8 @@ TrainVariantSpec = Annotated[
 ]
 
 
-class NATrainRecipe(_Spec):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: SemVer
-    description: str = ""
+class NATrainRecipe(RecipeHeader):
     kind: Literal["na-train"]
-    source: SourceSpec
-    seed: Seed = 0
     variants: list[TrainVariantSpec] = Field(min_length=1)
     labels: LabelsSpec = Field(default_factory=LabelsSpec)
     sampler: SamplerSpec = Field(default_factory=SamplerSpec)

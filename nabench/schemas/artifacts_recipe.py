@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from nabench.schemas.recipe import PublishSpec, Seed, SemVer, SourceSpec, _Spec
+from nabench.schemas.recipe import PublishSpec, RecipeHeader, _Spec
 
 ArtifactPromptType = Literal[
     "full",
@@ -48,13 +48,8 @@ class FewShotSpec(_Spec):
     note: str = Field(default="", description="Protocol note printed in the dataset card.")
 
 
-class ArtifactsRecipe(_Spec):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    version: SemVer
-    description: str = ""
+class ArtifactsRecipe(RecipeHeader):
     kind: Literal["artifacts"]
-    source: SourceSpec
-    seed: Seed = 0
     fewshot: FewShotSpec
     prompt_types: list[ArtifactPromptType] = Field(
         default_factory=lambda: list(ALL_PROMPT_TYPES), min_length=1

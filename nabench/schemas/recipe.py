@@ -35,6 +35,10 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# A recipe's name: what its build, its lm-eval tasks and its card are named after.
+RecipeName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
+
+
 class SourceSpec(_Spec):
     dataset: Literal["mmlu", "arc_challenge", "hellaswag", "gpqa"]
     hub_id: str | None = Field(default=None, description="Defaults to the source's Hub id.")
@@ -75,6 +79,18 @@ class LabelsSpec(_Spec):
 class PublishSpec(_Spec):
     repo_id: str | None = None
     private: bool = False
+
+
+class RecipeHeader(_Spec):
+    """The head of every recipe read from a source dataset (`na`, `na-train`, `artifacts`):
+    one name rule, one version rule, one seed type. Each kind narrows `kind` to its own."""
+
+    name: RecipeName
+    version: SemVer
+    description: str = ""
+    kind: str
+    source: SourceSpec
+    seed: Seed = 0
 
 
 def format_validation_error(exc: ValidationError, origin: str) -> str:

@@ -30,7 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from nabench.schemas.model import ModelSpec
-from nabench.schemas.recipe import Seed, SemVer
+from nabench.schemas.recipe import RecipeName, Seed, SemVer
 from nabench.selfknow.prompts import Style
 
 
@@ -107,7 +107,7 @@ class SelfKnowPublishSpec(_Spec):
 
 class SelfKnowRecipe(_Spec):
     kind: Literal["selfknow"]
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    name: RecipeName
     version: SemVer
     description: str = ""
     seed: Seed = 0
