@@ -40,6 +40,8 @@ class Builder(ABC):
     # The audit reason its inserted text is flagged for (items already holding one of
     # `inserted_texts` are ineligible for that reason); None where it inserts no phrasing.
     inserted_reason: ClassVar[str | None] = "has_none_option"
+    # The references the card cites for it (keys of `stage/cards/citations.yaml`).
+    cites: ClassVar[tuple[str, ...]] = ()
     # The invariants of this variant's rows (scoped to `kind`); the rules of every row, and
     # the two below that several variants share, are `validate.invariants`'.
     rules: ClassVar[tuple[Rule, ...]]

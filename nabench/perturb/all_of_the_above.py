@@ -25,6 +25,7 @@ class AllOfTheAbove(InsertsText):
     kind = "all_of_the_above"
     description = "'All of the above' appended as a fifth option; key unchanged."
     spec = AllOfTheAboveSpec
+    cites = ("tam2025none",)
     card_text = (
         '"All of the above" is appended as a new last option; the key is unchanged, so the '
         "appended option is always wrong"

@@ -130,6 +130,7 @@ class ForeignKey(Builder):
     kind = "foreign_key"
     description = "Gold option replaced in place by another same-subject item's gold text (key)."
     spec = ForeignKeySpec
+    cites = ("tam2025none",)
     draws = (DRAW,)
     card_text = (
         "the ablation control of the NA study: the gold option is replaced in place by the gold "

@@ -44,6 +44,7 @@ class NADistractor(InsertsText):
     kind = "na_distractor"
     description = "One distractor replaced by 'None of the above'; key unchanged."
     spec = NADistractorSpec
+    cites = ("tam2025none", "kadavath2022language")
     draws = (DRAW,)
     card_text = (
         "one distractor is replaced by an NA phrasing; the key is unchanged: a model must "

@@ -33,6 +33,7 @@ class NAKeyed(InsertsText):
     kind = "na_keyed"
     description = "Gold option replaced in place by 'None of the above'; NA is now the key."
     spec = NAKeyedSpec
+    cites = ("tam2025none", "kadavath2022language")
     card_text = (
         "the gold option is replaced in place by an NA phrasing, which becomes the key: "
         "a model must recognise that none of the remaining options is correct"

@@ -32,6 +32,7 @@ def last_order_ok(v: Rows) -> np.ndarray:
 class NAKeyedLast(InsertsText):
     kind = KIND
     spec = None  # `na_keyed` with `position: last`
+    cites = ("tam2025none",)
     description = "Gold option removed, others in order, 'None of the above' last as the key."
     card_text = (
         "the gold option is removed, the other options keep their order and an NA phrasing "

@@ -30,8 +30,11 @@ class Original(Builder):
             "original_unchanged",
             "`original` rows equal their source rows",
             ("original",),
-            lambda v: ~(v.same_len & v.prefix_ok) | (v.answer != v.orig_answer),
-            lambda v, i: "original row differs from its source choices/answer",
+            lambda v: ~(v.same_len & v.prefix_ok) | (v.answer != v.orig_answer) | v.holds_insertion,
+            lambda v, i: (
+                "original row differs from its source choices/answer, or names an inserted "
+                "text or a replaced option"
+            ),
         ),
     )
 

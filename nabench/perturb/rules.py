@@ -94,6 +94,13 @@ class Rows:
         return normalise(self.choices.flat, fold=False)
 
     @cached_property
+    def holds_insertion(self) -> np.ndarray:
+        """Rows naming an inserted text or a replaced option (what no source row has)."""
+        inserted = as_bool_mask(pc.is_valid(self.na_text))
+        replaced = as_bool_mask(pc.is_valid(self.table.column("replaced_index")))
+        return inserted | replaced
+
+    @cached_property
     def same_len(self) -> np.ndarray:
         return self.choices.lengths == self.original.lengths
 

@@ -232,7 +232,7 @@ def _na_card_context(
         "invariants": [(rule.name, rule.description) for rule in validation.rules],
         "draws": _draw_lines(builders, manifest),
         "limitations": _limitations(manifest),
-        "variant_citations": cc.variant_citations([b.kind for b in builders]),
+        "variant_citations": cc.variant_citations([key for b in builders for key in b.cites]),
     }
 
 

@@ -23,8 +23,11 @@ from nabench.schemas import Violation, nullable_types, pandera_schema, schema_vi
 VARIANTS = tuple(BUILDERS)
 LETTERS = "ABCDEFGHIJ"
 LETTER_SHARE_WARNING = 0.40
-# The variants whose `na_text` is an ordinary option text (foreign_key's borrowed gold).
-PLAIN_TEXT_VARIANTS = frozenset(k for k, b in BUILDERS.items() if b.inserted_reason is None)
+# The variants that insert an ordinary option text, not a phrasing (foreign_key's borrowed
+# gold); any other row's `na_text` is a phrasing no other option may hold.
+PLAIN_TEXT_VARIANTS = frozenset(
+    k for k, b in BUILDERS.items() if b.inserted_reason is None and b.inserts_once
+)
 
 
 @dataclass

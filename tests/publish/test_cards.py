@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 from publish_helpers import build_mmlu
 
 from nabench.pipelines.rebuild import compare_with_rebuild
@@ -117,13 +118,17 @@ def test_card_yaml_is_datasetcarddata_yaml(staged_v1: Path) -> None:
 
 
 def test_card_cites_the_studies_of_its_variants_once(staged_v1: Path) -> None:
+    from nabench.perturb import BUILDERS
     from nabench.stage.cards.context import variant_citations
 
     card = (staged_v1 / "README.md").read_text()
     assert card.count("@inproceedings{tam2025none,") == 1
     assert card.count("@article{kadavath2022language,") == 1
-    assert [c["key"] for c in variant_citations(["all_of_the_above"])] == ["tam2025none"]
-    assert variant_citations(["original"]) == []
+    cited = variant_citations(BUILDERS["all_of_the_above"].cites)
+    assert [c["key"] for c in cited] == ["tam2025none"]
+    assert variant_citations(BUILDERS["original"].cites) == []
+    with pytest.raises(KeyError, match="no reference"):  # a typo is not a silent omission
+        variant_citations(["tam2025nonee"])
 
 
 def _alias_bomb(levels: int = 9) -> str:

@@ -99,6 +99,19 @@ ROW_EDITS = [
         lambda r: r["choices"].__setitem__(0, "Jupiter"),
         "original_unchanged",
     ),
+    # an `original` row naming an inserted text or a replaced option (no source row does)
+    (
+        "original na_text",
+        "original",
+        lambda r: r.__setitem__("na_text", r["choices"][r["answer"]]),
+        "original_unchanged",
+    ),
+    (
+        "original replaced_index",
+        "original",
+        lambda r: r.__setitem__("replaced_index", r["answer"]),
+        "original_unchanged",
+    ),
     ("original_choices, not replaced", "na_keyed", _original_choice, "unreplaced_unchanged"),
     ("original_choices, the gold", "na_keyed", _original_gold, "original_fields_match"),
     ("original_answer", "all_of_the_above", _original_answer, "original_fields_match"),

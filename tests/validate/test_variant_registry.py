@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 
 from nabench.perturb import BUILDERS, builders_for
 from nabench.perturb.recipe import VariantSpec
+from nabench.stage.cards.context import references
 from nabench.validate.invariants import PERTURBED_RULES, ROW_RULES, VARIANTS
 
 
@@ -26,6 +27,10 @@ def test_registered_variant_is_complete(kind: str) -> None:
     assert all(rule in ROW_RULES for rule in cls.rules)
     if cls.spec is not None:  # the recipe entry it is built from sits in the same file
         assert cls.spec.__module__ == cls.__module__
+        # a recipe section: unknown keys refused, frozen
+        assert cls.spec.model_config.get("extra") == "forbid"
+        assert cls.spec.model_config.get("frozen") is True
+    assert set(cls.cites) <= set(references()), "a cited key the bibliography lacks"
     assert kind in VARIANTS
 
 

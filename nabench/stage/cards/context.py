@@ -15,26 +15,20 @@ from nabench.schemas.item import PerturbedItem
 
 
 @cache
-def citations() -> dict[str, list[dict[str, str]]]:
+def references() -> dict[str, dict[str, str]]:
+    """The bibliography builders cite from, by key (`citations.yaml`)."""
     data = yaml.safe_load((Path(__file__).parent / "citations.yaml").read_text("utf-8"))
-    return {k: list(v or []) for k, v in (data or {}).items()}
+    return {key: {"key": key, **entry} for key, entry in (data or {}).items()}
 
 
-def variant_citations(kinds: Sequence[str]) -> list[dict[str, str]]:
-    """Unique references (with bibtex) for the builder kinds present, in kind order."""
-    table = citations()
-    by_key: dict[str, dict[str, str]] = {}
-    for entries in table.values():
-        for entry in entries:
-            if "bibtex" in entry:
-                by_key.setdefault(entry["key"], entry)
-    out: dict[str, dict[str, str]] = {}
-    for kind in kinds:
-        for entry in table.get(kind, []):
-            full = by_key.get(entry["key"])
-            if full is not None:
-                out.setdefault(entry["key"], full)
-    return list(out.values())
+def variant_citations(keys: Sequence[str]) -> list[dict[str, str]]:
+    """The references named by `keys` (the builders' `cites`, in builder order), once each;
+    a key the bibliography lacks is an error, not a reference silently left out."""
+    table = references()
+    unknown = sorted(set(keys) - set(table))
+    if unknown:
+        raise KeyError(f"no reference {unknown} in citations.yaml")
+    return [table[key] for key in dict.fromkeys(keys)]
 
 
 def field_rows(notes: Mapping[str, str] | None = None) -> list[dict[str, str]]:
