@@ -37,6 +37,7 @@ from nabench.core.safe_load import (
     read_text,
 )
 from nabench.perturb import BUILDERS, KNOWN_NA_TEXTS, InsertsText, ItemColumns, LabelColumns
+from nabench.perturb.all_of_the_above import DEFAULT_AOTA_TEXT
 from nabench.schemas.contribution import ContributionHeader
 from nabench.schemas.item import Item, PerturbedItem
 from nabench.schemas.tables import PERTURBED_ARROW
@@ -574,7 +575,7 @@ def _check_na_texts(where: str, header: Any, rows: _Rows, ctx: _Context) -> None
             continue  # na_exactly_once reports it
         key = (text, variant)
         if key not in verdicts:
-            known = text in KNOWN_NA_TEXTS or text == "All of the above" or text == declared
+            known = text in (*KNOWN_NA_TEXTS, DEFAULT_AOTA_TEXT) or text == declared
             verdicts[key] = known and _recognised(text, variant)
         if not verdicts[key]:
             ctx.add(
