@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import pyarrow as pa
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from nabench.core.rng import Draw
 from nabench.perturb.rules import Rule
@@ -61,6 +61,11 @@ class Builder(ABC):
     def config_name(self) -> str: ...
 
     @property
+    def why(self) -> str:
+        """The card's text for this builder's config (`card_text`, naming its own text)."""
+        return self.card_text.format(text=getattr(self, "text", ""))
+
+    @property
     def inserted_texts(self) -> tuple[str, ...]:
         """Texts this builder inserts (the audit refuses items that already hold them)."""
         return ()
@@ -70,9 +75,33 @@ class Builder(ABC):
         """Perturbed rows for every (eligible) item, in input order."""
 
 
+def _inserted_text(text: str) -> str:
+    # an option a model reads and a config is named after: no blank, no padding to strip
+    if text != text.strip() or not any(ch.isalnum() for ch in text):
+        raise ValueError(
+            f"{text!r} is not an option text (it needs a letter or digit and no leading or "
+            "trailing space)"
+        )
+    return text
+
+
+def _distinct_phrasings(texts: list[str]) -> list[str]:
+    slugs = [slug(t) for t in texts]
+    repeated = [t for t, s in zip(texts, slugs, strict=True) if slugs.count(s) > 1]
+    if repeated:
+        raise ValueError(f"na_texts repeat a phrasing (one config each): {repeated}")
+    return texts
+
+
+# A text a builder inserts as an option.
+InsertedText = Annotated[str, AfterValidator(_inserted_text)]
+# A spec's `na_texts`: the NA phrasings, one config each (distinct up to case and punctuation).
+NATexts = Annotated[list[InsertedText], AfterValidator(_distinct_phrasings), Field(min_length=1)]
+
+
 def na_texts_field() -> list[str]:
-    """A spec's `na_texts`: the NA phrasings, one config each (default: "None of the above")."""
-    return Field(default_factory=lambda: [DEFAULT_NA_TEXT], min_length=1)  # type: ignore[no-any-return]
+    """The default of a spec's `na_texts`: "None of the above" alone."""
+    return Field(default_factory=lambda: [DEFAULT_NA_TEXT])  # type: ignore[no-any-return]
 
 
 def slug(text: str) -> str:

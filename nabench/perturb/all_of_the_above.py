@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pyarrow as pa
+from pydantic import field_validator
 
-from nabench.perturb._base import Builder, InsertsText
+from nabench.audit.patterns import text_reasons
+from nabench.perturb._base import Builder, InsertedText, InsertsText
 from nabench.perturb.rules import Rule, show
 from nabench.schemas.columns import ItemColumns, append_to_lists, perturbed_table
 from nabench.schemas.recipe import _Spec
@@ -17,7 +19,15 @@ DEFAULT_AOTA_TEXT = "All of the above"
 
 class AllOfTheAboveSpec(_Spec):
     kind: Literal["all_of_the_above"]
-    text: str = DEFAULT_AOTA_TEXT
+    text: InsertedText = DEFAULT_AOTA_TEXT
+
+    @field_validator("text")
+    @classmethod
+    def _not_na(cls, value: str) -> str:
+        # an NA phrasing appended as a wrong option is an NA distractor under another name
+        if "has_none_option" in text_reasons(value):
+            raise ValueError(f"{value!r} is a None-of-the-above phrasing (use na_distractor)")
+        return value
 
 
 @dataclass(frozen=True)
@@ -27,7 +37,7 @@ class AllOfTheAbove(InsertsText):
     spec = AllOfTheAboveSpec
     cites = ("tam2025none",)
     card_text = (
-        '"All of the above" is appended as a new last option; the key is unchanged, so the '
+        '"{text}" is appended as a new last option; the key is unchanged, so the '
         "appended option is always wrong"
     )
     inserted_reason = "has_all_option"

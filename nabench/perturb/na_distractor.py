@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nabench.core.rng import Draw, item_choice_index
-from nabench.perturb._base import InsertsText, na_texts_field
+from nabench.perturb._base import InsertsText, NATexts, na_texts_field
 from nabench.perturb.rules import Rule, show
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 from nabench.schemas.recipe import _Spec
@@ -26,7 +26,7 @@ DRAW = Draw(
 
 class NADistractorSpec(_Spec):
     kind: Literal["na_distractor"]
-    na_texts: list[str] = na_texts_field()
+    na_texts: NATexts = na_texts_field()
 
 
 def distractor_indices(items: ItemColumns, seed: int) -> np.ndarray:

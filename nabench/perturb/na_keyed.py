@@ -8,7 +8,7 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import Field
 
-from nabench.perturb._base import DEFAULT_NA_TEXT, Builder, InsertsText, na_texts_field
+from nabench.perturb._base import DEFAULT_NA_TEXT, Builder, InsertsText, NATexts, na_texts_field
 from nabench.perturb.na_keyed_last import NAKeyedLast
 from nabench.perturb.rules import Rule, gold_absent_rule, show
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
@@ -19,7 +19,7 @@ __all__ = ["DEFAULT_NA_TEXT", "NAKeyed", "NAKeyedSpec"]
 
 class NAKeyedSpec(_Spec):
     kind: Literal["na_keyed"]
-    na_texts: list[str] = na_texts_field()
+    na_texts: NATexts = na_texts_field()
     position: Literal["in_place", "last"] = Field(
         default="in_place",
         description="`in_place`: NA takes the gold option's slot (the NA study); `last`: the "

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nabench.core.rng import Draw, item_choice_index
-from nabench.perturb._base import InsertsText, na_texts_field
+from nabench.perturb._base import InsertsText, NATexts, na_texts_field
 from nabench.perturb.rules import Rule, show
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 from nabench.schemas.recipe import _Spec
@@ -39,7 +39,7 @@ class NAMixedSpec(_Spec):
     """NA replaces one option drawn per item; it is the key on a seeded 1/k of items."""
 
     kind: Literal["na_mixed"]
-    na_texts: list[str] = na_texts_field()
+    na_texts: NATexts = na_texts_field()
 
 
 def mixed_indices(items: ItemColumns, seed: int) -> np.ndarray:

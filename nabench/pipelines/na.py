@@ -204,7 +204,7 @@ def _na_card_context(
         "variants": [
             {
                 "config": b.config_name,
-                "why": b.card_text,
+                "why": b.why,
                 "na_text": getattr(b, "na_text", None),
             }
             for b in builders

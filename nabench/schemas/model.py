@@ -14,13 +14,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ModelSpec"]
+__all__ = ["SPEC_CONFIG", "ModelSpec"]
+
+# Every recipe section's config: unknown keys refused, frozen, and strict, so `true` is not
+# the count 1, "7" not 7, 2.0 not the count 2, "yes" not True; no NaN or infinity.
+SPEC_CONFIG = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class ModelSpec(BaseModel):
     """A model backend of `nabench.llm`, its options and the engine that dispatches to it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SPEC_CONFIG
 
     backend: str = Field(default="local", description="local | openai | vllm (nabench.llm).")
     model: str | None = Field(

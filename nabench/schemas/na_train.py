@@ -23,7 +23,13 @@ from nabench.schemas.recipe import _Spec
 class SamplerSpec(ModelSpec):
     """The model that answers (a `ModelSpec`) and how it samples."""
 
-    n: int = Field(default=8, ge=1, le=128, description="Samples per variant of a question.")
+    n: int = Field(
+        default=8,
+        ge=2,
+        le=128,
+        description="Samples per variant of a question (at least 2: a set is kept only when "
+        "it holds a right and a wrong answer, which one sample never does).",
+    )
     temperature: float = Field(default=1.0, ge=0.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_tokens: int = Field(default=512, ge=1)

@@ -9,14 +9,14 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from nabench.core.version import release_version
-from nabench.schemas.model import ModelSpec
+from nabench.schemas.model import SPEC_CONFIG, ModelSpec
 
 
 def _check_semver(value: str) -> str:
@@ -32,7 +32,7 @@ Seed = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX, strict=True)]
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SPEC_CONFIG
 
 
 # A recipe's name: what its build, its lm-eval tasks and its card are named after.
@@ -45,6 +45,14 @@ class SourceSpec(_Spec):
     config: str | None = None
     splits: list[str] = Field(min_length=1)
     revision: str | None = None
+
+    @field_validator("splits")
+    @classmethod
+    def _distinct_splits(cls, value: list[str]) -> list[str]:
+        dupes = sorted({s for s in value if value.count(s) > 1})
+        if dupes:
+            raise ValueError(f"splits repeat {dupes}")
+        return value
 
 
 class LLMLabelerSpec(ModelSpec):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from nabench.schemas.derive import RowModel
 from nabench.schemas.item import ItemId
+from nabench.schemas.model import SPEC_CONFIG
 
 # Every error type but `ok` can be chosen for quarantine.
 FlaggableType = Literal[
@@ -42,11 +43,12 @@ REDUX_OPTIONAL = ("source", "correct_answer", "potential_reason")
 class ReduxSpec(BaseModel):
     """`audit.redux`: where the annotations are and which error types quarantine an item."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SPEC_CONFIG
 
     location: str = Field(
+        min_length=1,
         description="A Hub dataset id (one config per subject, read with `datasets`) or a "
-        "local folder: a Hub-layout copy, or `<subject>/*.parquet` / `<subject>/*.jsonl`."
+        "local folder: a Hub-layout copy, or `<subject>/*.parquet` / `<subject>/*.jsonl`.",
     )
     revision: str | None = Field(default=None, description="Hub revision (a Hub id only).")
     split: str = Field(default="test", description="The split of each subject config.")
@@ -59,7 +61,7 @@ class ReduxSpec(BaseModel):
 class AuditSpec(BaseModel):
     """A recipe's `audit` section: extra sources of known-bad items."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SPEC_CONFIG
 
     redux: ReduxSpec | None = None
 

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from nabench.schemas.model import ModelSpec
+from nabench.schemas.model import SPEC_CONFIG, ModelSpec
 from nabench.schemas.recipe import RecipeName, Seed, SemVer
 from nabench.selfknow.prompts import Style
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = SPEC_CONFIG
 
 
 class SelfKnowModel(ModelSpec):
