@@ -72,11 +72,6 @@ def audit_for_artifacts(items: pa.Table, reasons: Sequence[str] = ARTIFACT_REASO
     return split_by_flags(items, flags)
 
 
-def record_key(item_id: str) -> str:
-    """The source record behind an item id (last path segment: the GPQA Record ID)."""
-    return item_id.rsplit("/", 1)[-1]
-
-
 def build_artifacts(recipe: ArtifactsRecipe, options: BuildOptions) -> BuildResult:
     """Build every prompt config of an `artifacts` recipe and stage it in `options.out`."""
     return drive(ArtifactsBuild, recipe, options)
@@ -171,8 +166,11 @@ def _fewshot_pool(
     audit = audit_for_artifacts(loaded.items, POOL_REASONS)
     pool = audit.eligible
     if fs.exclude_eval_records:
-        seen = {record_key(i) for ls in evaluated for i in ls.items.column("id").to_pylist()}
-        keep = [record_key(i) not in seen for i in pool.column("id").to_pylist()]
+        # by the source's record (GPQA's configs nest); an MMLU id's last segment is a row
+        # number, so `mmlu/all/dev/00003` is not the record of `mmlu/all/test/00003`
+        key = source.record_id
+        seen = {key(i) for ls in evaluated for i in ls.items.column("id").to_pylist()}
+        keep = [key(i) not in seen for i in pool.column("id").to_pylist()]
         pool = pool.filter(pa.array(keep, pa.bool_()))
     record = {
         "protocol": fs.protocol,

@@ -271,6 +271,11 @@ class Source(ABC):
         items = self.to_items(raw, config=config, split=split, seed=seed, origin=origin)
         return LoadedSplit(items, split, origin, fingerprint, files)
 
+    def record_id(self, item_id: str) -> str:
+        """The source record an item is made from: the item itself, unless the source's
+        configs share records (GPQA's nest), where items of one record share this."""
+        return item_id
+
     def check_split(self, split: str) -> None:
         if split not in self.splits:
             raise SourceError(

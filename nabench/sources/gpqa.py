@@ -42,6 +42,10 @@ class GPQA(Source):
         "  booktitle={First Conference on Language Modeling},\n  year={2024}\n}"
     )
 
+    def record_id(self, item_id: str) -> str:
+        """The `Record ID` (`gpqa/<config>/<Record ID>`): diamond < main < extended share it."""
+        return item_id.rsplit("/", 1)[-1]
+
     def to_items(
         self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
     ) -> pa.Table:

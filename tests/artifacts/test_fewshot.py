@@ -136,6 +136,29 @@ def test_gpqa_pool_is_extended_minus_the_evaluated_records(gpqa_dir: Path, tmp_p
         )
 
 
+def test_mmlu_pool_keeps_items_that_only_share_a_row_number(mmlu_dir: Path, tmp_path: Path) -> None:
+    """`exclude_eval_records` compared ids by their last segment, a row number for MMLU: with
+    `dev` evaluated, 285 `validation` pool items (row numbers 0-284) were dropped as
+    "evaluated", though no validation item is. A record is the source's (`record_id`)."""
+    recipe = load_recipe(
+        "mmlu-artifacts",
+        [
+            "source.splits=[dev]",
+            "fewshot.split=validation",
+            "fewshot.protocol=random",
+            "fewshot.k=3",
+            "fewshot.exclude_eval_records=true",
+        ],
+    )
+    out = tmp_path / "m"
+    build_artifacts(recipe, BuildOptions(source=str(mmlu_dir), out=out, progress=False))
+    fewshot = json.loads((out / "build.json").read_text())["fewshot"]
+    assert fewshot["pool_rows_removed_as_evaluated"] == 0
+    assert (
+        fewshot["pool_rows_usable"] == fewshot["pool_rows_read"] - fewshot["pool_rows_ineligible"]
+    )
+
+
 def test_recipe_rejects_evaluating_the_fewshot_split() -> None:
     base = {
         "name": "x",
