@@ -9,6 +9,7 @@ import click
 from nabench.audit.redux import read_annotations
 from nabench.cli.model_flags import (
     BACKENDS,
+    FiniteRange,
     ModelFlags,
     model_options,
     protocol_option,
@@ -70,7 +71,7 @@ __all__ = ["eval_cmd", "report_cmd"]
 )
 @click.option(
     "--invalid-credit",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteRange(0.0, 1.0),
     default=0.25,
     show_default=True,
     help="Score of an unparseable answer (0 = strict).",
@@ -165,7 +166,7 @@ def _refuse_overrides(protocol: str, names: tuple[str, ...]) -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=Path("report"), show_default=True)
 @click.option(
     "--panel-min-coverage",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteRange(0.0, 1.0),
     default=1.0,
     show_default=True,
     help="Runs in a config's panel must cover this share of the largest run's items.",

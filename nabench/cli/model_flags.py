@@ -11,6 +11,7 @@ recipe's model section is) and the cache, so a flag means the same thing in ever
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -188,6 +189,16 @@ def _stack(flags: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
         return func
 
     return decorate
+
+
+class FiniteRange(click.FloatRange):
+    """click's FloatRange, refusing NaN and infinity (a NaN passes every range comparison)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 class ProtocolChoice(click.ParamType):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from nabench.cli.group import NabenchGroup
-from nabench.cli.model_flags import ModelFlags, model_options, run_options
+from nabench.cli.model_flags import FiniteRange, ModelFlags, model_options, run_options
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import check_folder
@@ -140,7 +140,7 @@ def _beside(out: Path, suffix: str) -> Path:
     multiple=True,
     help="Prompt style(s); repeat for both [vanilla].",
 )
-@click.option("--temperature", type=click.FloatRange(min=0), default=1.0, show_default=True)
+@click.option("--temperature", type=FiniteRange(min=0), default=1.0, show_default=True)
 @click.option("--max-task-chars", type=click.IntRange(min=1), default=400, show_default=True)
 @click.option("--max-analysis-chars", type=click.IntRange(min=1), default=300, show_default=True)
 @click.option(
@@ -219,7 +219,7 @@ def generate_command(
     show_default=True,
     help="Prompt style; 'same': the style each task was generated with.",
 )
-@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@click.option("--temperature", type=FiniteRange(min=0), default=0.0, show_default=True)
 @click.option("--max-answer-chars", type=click.IntRange(min=1), default=400, show_default=True)
 @click.option("--max-analysis-chars", type=click.IntRange(min=1), default=300, show_default=True)
 @click.option(

@@ -98,3 +98,25 @@ def test_bh_keeps_the_false_discovery_rate_under_q() -> None:
     fdr, power = power_sim.bh_fdr(np.random.default_rng(1), 2000, 40)
     assert fdr <= 0.05
     assert power > 0.2  # the flag is not merely silent
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        (["--acc", "nan"], "'nan' is not a finite number"),
+        (["--rho", "nan"], "'nan' is not a finite number"),
+        (["--alpha", "nan"], "'nan' is not a finite number"),
+        (["--power", "nan"], "'nan' is not a finite number"),
+        (["--power", "0.01"], "power 0.01 must exceed alpha 0.05"),
+    ],
+)
+def test_power_refuses_nan_and_a_power_at_or_below_alpha(flag: list[str], message: str) -> None:
+    """NaN passed click's FloatRange (it printed `nan points`, or 70 points for --rho nan, or
+    an internal error for --alpha nan); power <= alpha printed 0.00 points."""
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    res = CliRunner().invoke(main, ["power", "--items", "200", "--acc", "0.7", *flag])
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "internal error" not in res.output
