@@ -3,11 +3,11 @@ individual-prior and question-inference prompt datasets) for one source."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
-from nabench.schemas.recipe import PublishSpec, RecipeHeader, _Spec
+from nabench.schemas.recipe import PublishSpec, RecipeHeader, _Spec, no_repeats
 
 ArtifactPromptType = Literal[
     "full",
@@ -51,18 +51,10 @@ class FewShotSpec(_Spec):
 class ArtifactsRecipe(RecipeHeader):
     kind: Literal["artifacts"]
     fewshot: FewShotSpec
-    prompt_types: list[ArtifactPromptType] = Field(
-        default_factory=lambda: list(ALL_PROMPT_TYPES), min_length=1
-    )
+    prompt_types: Annotated[
+        list[ArtifactPromptType], AfterValidator(no_repeats("prompt_types"))
+    ] = Field(default_factory=lambda: list(ALL_PROMPT_TYPES), min_length=1)
     publish: PublishSpec = Field(default_factory=PublishSpec)
-
-    @field_validator("prompt_types")
-    @classmethod
-    def _unique(cls, value: list[ArtifactPromptType]) -> list[ArtifactPromptType]:
-        dupes = sorted({v for v in value if value.count(v) > 1})
-        if dupes:
-            raise ValueError(f"prompt_types repeat {dupes}")
-        return value
 
     @model_validator(mode="after")
     def _pool_is_not_evaluated(self) -> ArtifactsRecipe:

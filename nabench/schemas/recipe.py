@@ -4,14 +4,14 @@ The NA recipe itself, whose variants are the builders' own specs, is `perturb.re
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -39,20 +39,24 @@ class _Spec(BaseModel):
 RecipeName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")]
 
 
+def no_repeats(name: str) -> Callable[[list[Any]], list[Any]]:
+    """A list field's check that no entry is given twice (`<name> repeat [...]`)."""
+
+    def check(value: list[Any]) -> list[Any]:
+        dupes = sorted({v for v in value if value.count(v) > 1})
+        if dupes:
+            raise ValueError(f"{name} repeat {dupes}")
+        return value
+
+    return check
+
+
 class SourceSpec(_Spec):
     dataset: Literal["mmlu", "arc_challenge", "hellaswag", "gpqa"]
     hub_id: str | None = Field(default=None, description="Defaults to the source's Hub id.")
     config: str | None = None
-    splits: list[str] = Field(min_length=1)
+    splits: Annotated[list[str], AfterValidator(no_repeats("splits"))] = Field(min_length=1)
     revision: str | None = None
-
-    @field_validator("splits")
-    @classmethod
-    def _distinct_splits(cls, value: list[str]) -> list[str]:
-        dupes = sorted({s for s in value if value.count(s) > 1})
-        if dupes:
-            raise ValueError(f"splits repeat {dupes}")
-        return value
 
 
 class LLMLabelerSpec(ModelSpec):
