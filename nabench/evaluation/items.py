@@ -106,12 +106,17 @@ def _subjects(df: pd.DataFrame) -> tuple[str | None, ...]:
 EVAL_SAMPLE_SEED = 0  # `eval --sample`: the draw is build's (seed, "sample", id), seed 0
 
 
-def sample_rows(df: pd.DataFrame, n: int) -> pd.DataFrame:
+def sample_rows(df: pd.DataFrame, n: int, config: str) -> pd.DataFrame:
     """The rows of `n` items drawn as `build --sample` draws them (stratified by subject, the
     smallest per-item hash first), in row order. The draw depends on the ids alone, so every
     config of a build samples the same source items and stays paired with `original`."""
     key = "item_id" if "item_id" in df.columns else "id"
     first = df.drop_duplicates(key)
+    if n > len(first):  # all of them is not a sample, and the run would say "sample: n"
+        raise NabenchError(
+            f"--sample {n} is more than the {len(first)} items of config {config}: use a "
+            "smaller --sample, or none to evaluate them all"
+        )
     ids = first[key].astype(str).tolist()
     positions = stratified_sample(ids, list(_subjects(first)), n, EVAL_SAMPLE_SEED)
     chosen = {ids[i] for i in positions}

@@ -318,7 +318,7 @@ def run_eval(options: EvalOptions) -> list[ConfigResult]:
         for config in configs:
             df = load_rows(options.dataset, config, options.split, options.revision)
             if options.sample is not None:
-                df = sample_rows(df, options.sample)
+                df = sample_rows(df, options.sample, config)
             items = build_items(config, df, options.limit)
             results.append(
                 evaluate_config(items, producer, run_dir, options.invalid_credit, meta, scoring)

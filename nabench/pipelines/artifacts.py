@@ -24,6 +24,7 @@ from nabench.pipelines.skeleton import (
     item_manifest_head,
     item_manifest_outcome,
     load_split,
+    require_items,
     split_record,
 )
 from nabench.schemas.artifacts_recipe import ArtifactsRecipe
@@ -109,8 +110,14 @@ class ArtifactsBuild(KindBuild):
         used_pool_rows: set[int] = set()
         for split, ls in loaded.items():
             items, audit, _ = audited_selection(
-                ls.items, audit_for_artifacts, limit=opts.limit, sample=opts.sample, seed=seed
+                ls.items,
+                audit_for_artifacts,
+                split=split,
+                limit=opts.limit,
+                sample=opts.sample,
+                seed=seed,
             )
+            require_items(split, audit.eligible, audit.excluded)
             self.sources_meta[split] = split_record(ls, items)
             self.excluded.append(audit.excluded)
             yield Step("audit", f"audit {split}", quarantined=audit.excluded)

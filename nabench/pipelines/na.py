@@ -24,6 +24,7 @@ from nabench.pipelines.skeleton import (
     item_manifest_head,
     item_manifest_outcome,
     load_split,
+    require_items,
     split_record,
 )
 from nabench.schemas.manifest import Manifest
@@ -100,7 +101,12 @@ class NABuild(KindBuild):
             # the donor pool: the audited *whole* split, so a partial build borrows exactly what
             # the full build borrows.
             items, audit, whole = audited_selection(
-                loaded.items, self._audit, limit=opts.limit, sample=opts.sample, seed=job.seed
+                loaded.items,
+                self._audit,
+                split=split,
+                limit=opts.limit,
+                sample=opts.sample,
+                seed=job.seed,
             )
             annotations = redux.join(items, split)[1] if redux else None  # Redux, if asked for
             self.sources_meta[split] = split_record(loaded, items)
@@ -109,6 +115,7 @@ class NABuild(KindBuild):
                 audit.eligible, self.label_source, split
             )
             excluded = pa.concat_tables([audit.excluded, label_excluded])
+            require_items(split, eligible, excluded)
             self.excluded.append(excluded)
             yield Step("label", f"label {split}")
             columns = ItemColumns.from_table(eligible, label_cols, whole.eligible)

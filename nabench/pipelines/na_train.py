@@ -58,7 +58,14 @@ from nabench.pipelines.driver import (
 )
 from nabench.pipelines.labels import build_label_source, label_split
 from nabench.pipelines.na import inserted_texts, make_builders
-from nabench.pipelines.skeleton import BuildOptions, BuildResult, Resolved, load_split, split_record
+from nabench.pipelines.skeleton import (
+    BuildOptions,
+    BuildResult,
+    Resolved,
+    load_split,
+    require_items,
+    split_record,
+)
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.na_train import (
     DISCARDED_ARROW,
@@ -188,6 +195,7 @@ def preparing(
         yield Step("audit", f"audit {split}", quarantined=audit.excluded)
         eligible, label_cols, label_excluded, _ = label_split(audit.eligible, label_source, split)
         excluded += [clean.excluded, audit.excluded, label_excluded]
+        require_items(split, eligible, pa.concat_tables(excluded[-3:]))
         columns = ItemColumns.from_table(eligible, label_cols)
         for b in builders:
             per_builder[b.config_name].append(b.build(columns, seed))

@@ -4,6 +4,7 @@ build.json / card parts the item builds (NA variants, artifacts) assemble the sa
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -144,6 +145,7 @@ def audited_selection(
     items: pa.Table,
     audit: Callable[[pa.Table], Audit],
     *,
+    split: str,
     limit: int | None,
     sample: int | None,
     seed: int,
@@ -156,11 +158,30 @@ def audited_selection(
     whole split's audit is every builder's donor pool, so partial builds borrow what the full
     build does."""
     whole = audit(items)
+    if sample is not None and limit is None and sample > whole.eligible.num_rows:
+        raise NabenchError(
+            f"--sample {sample} is more than the {whole.eligible.num_rows} items of split "
+            f"{split} that pass the eligibility audit: use a smaller --sample, or none to "
+            "build them all"
+        )
     if limit is not None or sample is None:
         used = select_items(items, limit=limit, sample=sample, seed=seed)
         return used, (whole if used.num_rows == items.num_rows else audit(used)), whole
     chosen = select_items(whole.eligible, sample=sample, seed=seed)
     return chosen, Audit(chosen, whole.excluded.slice(0, 0)), whole
+
+
+def require_items(split: str, kept: pa.Table, excluded: pa.Table) -> None:
+    """A split none of whose items is usable stops the build: each of its configs would be a
+    table of 0 rows, which `load_dataset` cannot read, and the cause is the input's."""
+    if kept.num_rows:
+        return
+    counts = Counter(excluded.column("reason").to_pylist())
+    why = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+    raise NabenchError(
+        f"split {split} has no usable item: all {excluded.num_rows} were excluded ({why}), "
+        "so its configs would have no rows"
+    )
 
 
 def split_record(loaded: LoadedSplit, items: pa.Table) -> dict[str, Any]:

@@ -52,3 +52,16 @@ def test_limit_and_sample_exclude_each_other(built: Path, tmp_path: Path) -> Non
     res = _eval(built, tmp_path / "res", "--sample", "5", "--limit", "5")
     assert res.exit_code != 0
     assert "--limit and --sample exclude each other" in res.output
+
+
+def test_a_sample_larger_than_the_config_is_refused(built: Path, tmp_path: Path) -> None:
+    """All of a config's items is not a sample: the run would record `sample: 100000`."""
+    res = _eval(built, tmp_path / "res", "--config", "original", "--sample", "100000")
+    assert res.exit_code == 2, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    n = pq.read_metadata(built / "original" / "test-00000-of-00001.parquet").num_rows
+    assert errors == [
+        f"error: --sample 100000 is more than the {n} items of config original: use a "
+        "smaller --sample, or none to evaluate them all"
+    ]
+    assert not (tmp_path / "res" / "r" / "original.parquet").exists()

@@ -20,6 +20,7 @@ from nabench.core.errors import NabenchError
 from nabench.label.checks import label_job
 from nabench.llm import CONFIRM_ABOVE, ConfirmationNeeded, estimate_hook, free_port
 from nabench.publish.git import check_tag_name
+from nabench.publish.plan import PublishError, check_publishable, read_manifest
 from nabench.stage.hub_layout import write_parquet
 
 
@@ -123,17 +124,29 @@ def test_publish_refuses_a_build_that_fails_validation(plain_build: Path, tmp_pa
     assert _git_refs(repo) == ""
 
 
-def test_publish_refuses_an_empty_build(mmlu_dir: Path, tmp_path: Path) -> None:
+def test_an_empty_build_is_refused_and_publish_refuses_one(
+    mmlu_dir: Path, plain_build: Path, tmp_path: Path
+) -> None:
+    """Every item labelled not NA-applicable: the build stops with the reason (it built
+    configs of 0 rows); publish still refuses such a build (one made by an older nabench)."""
     labels = tmp_path / "labels.csv"
     labels.write_text(
         "id,na_applicable\n" + "".join(f"mmlu/all/test/{i:05d},false\n" for i in range(12))
     )
     out = tmp_path / "b"
-    assert nabench(*build_args(mmlu_dir, out, "--labels", str(labels)), "mmlu-na").code == 0
-    repo = tmp_path / "repo.git"
-    run = nabench("publish", str(out), "--to", f"git:{repo}")
-    assert run.code != 0 and "no benchmark rows" in run.errors[0], run.stderr
-    assert _git_refs(repo) == ""
+    run = nabench(*build_args(mmlu_dir, out, "--labels", str(labels)), "mmlu-na")
+    assert run.code == 2 and not out.exists(), run.stderr
+    assert run.errors == [
+        "error: split test has no usable item: all 12 were excluded (not_na_applicable 12), "
+        "so its configs would have no rows"
+    ]
+    manifest = read_manifest(plain_build)
+    empty = manifest.model_copy(
+        update={"counts": {c: dict.fromkeys(per, 0) for c, per in manifest.counts.items()}}
+    )
+    with pytest.raises(PublishError, match="the build holds no benchmark rows"):
+        check_publishable(plain_build, empty)
+    check_publishable(plain_build, manifest)  # the control: the real counts pass
 
 
 def test_git_publish_checks_the_tag_before_committing(plain_build: Path, tmp_path: Path) -> None:
