@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -180,8 +181,23 @@ def _own_schema(f: Path) -> pa.Schema | None:
             return reader.schema
     except (OSError, pa.ArrowException) as exc:
         if suffix != ".parquet":
-            return None  # a JSON array file (not JSON Lines): `datasets` read it, Arrow can't
+            return _json_array_schema(f)  # not JSON Lines: `datasets` read it, Arrow can't
         raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
+
+
+def _json_array_schema(f: Path) -> pa.Schema | None:
+    """The column types of a JSON file holding an array of records, as Arrow infers them from
+    all of them (`datasets` has read the whole file already; None: not such an array)."""
+    try:
+        records = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        return None
+    try:
+        return pa.Table.from_pylist(records).schema
+    except pa.ArrowException as exc:
+        raise SourceError(f"{f}: a column holds values of more than one type ({exc})") from None
 
 
 def _is_text(t: pa.DataType) -> bool:

@@ -99,23 +99,26 @@ def test_numeric_choices_behind_a_card_are_refused(
     assert "test-00000-of-00001.parquet" in line and "int64" in line, line
 
 
-def test_numeric_choices_in_json_lines_behind_a_card_are_refused(
-    mmlu_dir: Path, tmp_path: Path, out: Path
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_numeric_choices_in_json_behind_a_card_are_refused(
+    suffix: str, mmlu_dir: Path, tmp_path: Path, out: Path
 ) -> None:
-    """The same source as JSON Lines (the card's data files renamed): `datasets` cast the
-    numbers to the card's text features just the same."""
-    source = tmp_path / "ints-jsonl"
+    """The same source as JSON Lines, or as JSON arrays of records (the card's data files
+    renamed): `datasets` cast the numbers to the card's text features just the same (the
+    arrays were not checked at all)."""
+    source = tmp_path / "ints-json"
     (source / "all").mkdir(parents=True)
     card = (mmlu_dir / "README.md").read_text(encoding="utf-8")
-    (source / "README.md").write_text(card.replace(".parquet", ".jsonl"), encoding="utf-8")
+    (source / "README.md").write_text(card.replace(".parquet", suffix), encoding="utf-8")
     for path in sorted((mmlu_dir / "all").glob("*.parquet")):
-        rows = pq.read_table(path).to_pylist()
-        lines = [json.dumps({**r, "choices": [1, 2, 3, 4]}) for r in rows]
-        (source / "all" / f"{path.stem}.jsonl").write_text("\n".join(lines) + "\n")
+        rows = [{**r, "choices": [1, 2, 3, 4]} for r in pq.read_table(path).to_pylist()]
+        lines = [json.dumps(r) for r in rows]
+        text = "\n".join(lines) + "\n" if suffix == ".jsonl" else json.dumps(rows)
+        (source / "all" / f"{path.stem}{suffix}").write_text(text)
     line = _refused(
         ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"), out, "'choices'"
     )
-    assert "test-00000-of-00001.jsonl" in line and "int64" in line, line
+    assert f"test-00000-of-00001{suffix}" in line and "int64" in line, line
 
 
 def test_a_null_subject_is_refused(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
