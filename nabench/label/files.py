@@ -1,4 +1,9 @@
-"""Labels from a file (`--labels PATH`): parquet, CSV or JSONL with at least `id, na_applicable`."""
+"""Labels from a file (`--labels PATH`): parquet, CSV or JSONL with at least `id, na_applicable`.
+
+`na_applicable` holds booleans: parquet / JSON booleans, CSV `true` / `false` (any case), and
+null or an empty CSV cell for no label (an invalid label). Anything else (0/1, yes/no, a
+float, text in a parquet or JSON file) is refused, never read as a boolean.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from nabench.core.errors import NabenchError
 from nabench.label.checks import LabelingFailed
 from nabench.schemas.columns import LabelColumns
 
-_TRUE = {"true", "1", "yes", "y", "t"}
-_FALSE = {"false", "0", "no", "n", "f"}
+_CSV_BOOLS: dict[str, bool | None] = {"true": True, "false": False, "": None}
+_EXPECTED = "expected booleans (true or false; null or an empty CSV cell for no label)"
 
 
 def read_labels(path: Path) -> pd.DataFrame:
@@ -39,7 +44,7 @@ def read_labels(path: Path) -> pd.DataFrame:
     if missing:
         raise NabenchError(f"{path}: labels file lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
-    frame["na_applicable"] = [_as_bool(v) for v in frame["na_applicable"]]
+    frame["na_applicable"] = _booleans(path, frame, text=suffix == ".csv")
     if frame["id"].duplicated().any():
         dup = frame.loc[frame["id"].duplicated(), "id"].iloc[0]
         raise NabenchError(f"{path}: label id {dup!r} appears more than once")
@@ -49,17 +54,44 @@ def read_labels(path: Path) -> pd.DataFrame:
     return frame
 
 
-def _as_bool(value: object) -> bool | None:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+def _booleans(path: Path, frame: pd.DataFrame, text: bool) -> list[bool | None]:
+    """`na_applicable` as True / False / None; the first value that is no boolean is refused
+    with the file, the column, the value and its row's id."""
+    out: list[bool | None] = []
+    for item_id, value in zip(frame["id"], frame["na_applicable"], strict=True):
+        try:
+            out.append(_as_bool(value, text))
+        except ValueError:
+            raise NabenchError(
+                f"{path}: column na_applicable holds {_describe(value)} (id {item_id!r}); "
+                f"{_EXPECTED}"
+            ) from None
+    return out
+
+
+def _as_bool(value: object, text: bool) -> bool | None:
+    """True / False / None (no label); ValueError for anything else. `text`: a CSV cell."""
+    if text:
+        cell = str(value).strip().lower()
+        if cell not in _CSV_BOOLS:
+            raise ValueError(value)
+        return _CSV_BOOLS[cell]
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return None
     if isinstance(value, bool | np.bool_):
         return bool(value)
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    return None
+    raise ValueError(value)
+
+
+def _describe(value: object) -> str:
+    """A value as an error shows it: `the number 1.0`, `text 'yes'`, `list [1]`."""
+    if isinstance(value, np.generic | np.ndarray):
+        value = value.tolist()
+    if isinstance(value, str):
+        return f"text {value!r}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    return f"{type(value).__name__} {value!r}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,101 @@
+"""Labels files (`--labels PATH`, `nabench agree`): `na_applicable` is read as booleans only.
+
+Parquet / JSON booleans, CSV `true` / `false` in any case, and an empty cell or null for no
+label; anything else (0/1, yes/no, floats, text in a parquet file) is one error line naming
+the file, the column and a value, never a boolean guessed from it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from nabench.cli import main
+from nabench.label.files import read_labels
+
+IDS = [f"mmlu/all/test/{i:05d}" for i in range(12)]
+
+
+def _csv(path: Path, values: list[str]) -> Path:
+    path.write_text(
+        "id,na_applicable\n"
+        + "".join(f"{i},{v}\n" for i, v in zip(IDS[: len(values)], values, strict=True))
+    )
+    return path
+
+
+def _parquet(path: Path, values: pa.Array) -> Path:
+    pq.write_table(pa.table({"id": IDS[: len(values)], "na_applicable": values}), path)
+    return path
+
+
+def _jsonl(path: Path, values: list[object]) -> Path:
+    rows = [{"id": i, "na_applicable": v} for i, v in zip(IDS[: len(values)], values, strict=True)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _error_line(args: list[str]) -> tuple[int, list[str]]:
+    run = CliRunner().invoke(main, args)
+    assert "Traceback" not in run.output and "internal error" not in run.output, run.output
+    return run.exit_code, [ln for ln in run.output.splitlines() if ln.startswith("error:")]
+
+
+def test_documented_booleans_are_read(tmp_path: Path) -> None:
+    csv = _csv(tmp_path / "l.csv", ["true", "FALSE", "True", " false ", ""] + ["true"] * 7)
+    assert read_labels(csv)["na_applicable"].tolist()[:5] == [True, False, True, False, None]
+    parquet = _parquet(tmp_path / "l.parquet", pa.array([True, False, None]))
+    assert read_labels(parquet)["na_applicable"].tolist() == [True, False, None]
+    nullable = tmp_path / "n.parquet"  # pandas' nullable booleans
+    pd.DataFrame({"id": IDS[:2], "na_applicable": pd.array([True, None], "boolean")}).to_parquet(
+        nullable
+    )
+    assert read_labels(nullable)["na_applicable"].tolist() == [True, None]
+    jsonl = _jsonl(tmp_path / "l.jsonl", [True, False, None])
+    assert read_labels(jsonl)["na_applicable"].tolist() == [True, False, None]
+
+
+@pytest.mark.parametrize(
+    ("name", "write", "shown"),
+    [
+        ("ints.csv", lambda p: _csv(p, ["1", "0"] * 6), "'1'"),
+        ("words.csv", lambda p: _csv(p, ["true", "yes", "t", "no"] * 3), "'yes'"),
+        ("ints.parquet", lambda p: _parquet(p, pa.array([1, 0, 1], pa.int64())), "1"),
+        ("floats.parquet", lambda p: _parquet(p, pa.array([1.0, 0.0, None])), "1.0"),
+        ("text.parquet", lambda p: _parquet(p, pa.array(["true", "false"])), "'true'"),
+        ("ints.jsonl", lambda p: _jsonl(p, [1, 0, None]), "1"),
+        ("text.jsonl", lambda p: _jsonl(p, [True, "false"]), "'false'"),
+    ],
+)
+def test_non_boolean_labels_are_one_error_line(
+    tmp_path: Path, name: str, write: Callable[[Path], Path], shown: str
+) -> None:
+    human = _csv(tmp_path / "human.csv", ["true", "false"] * 6)
+    bad = write(tmp_path / name)
+    code, errors = _error_line(["agree", str(bad), str(human)])
+    assert code == 2
+    assert len(errors) == 1, errors
+    assert str(bad) in errors[0] and "na_applicable" in errors[0] and shown in errors[0]
+    assert "true" in errors[0] and "false" in errors[0]  # what is expected
+
+
+def test_a_float_column_says_what_was_found_not_a_labeler_hint(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """A float column read as all-invalid labels sent the user to the labeler model's raw
+    output; the file's column is what is wrong."""
+    labels = _parquet(tmp_path / "l.parquet", pa.array([1.0] * 12))
+    args = ["build", "mmlu-na", "--source", str(mmlu_dir), "--limit", "12"]
+    code, errors = _error_line([*args, "--labels", str(labels), "--out", str(tmp_path / "o")])
+    assert code != 0 and len(errors) == 1, errors
+    line = errors[0]
+    assert str(labels) in line and "na_applicable" in line and "1.0" in line, line
+    assert "float" in line or "number" in line, line
+    assert "labeler" not in line and "raw output" not in line, line
+    assert not (tmp_path / "o").exists()
