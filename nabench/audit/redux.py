@@ -76,11 +76,50 @@ def _read_subject(spec: ReduxSpec, path: Path, subject: str) -> tuple[pa.Table, 
         files = sorted(f for f in (path / subject).iterdir() if f.suffix in _LOCAL_SUFFIXES)
         if not files:
             raise SourceError(f"audit.redux: {path / subject} holds no .parquet or .jsonl file")
+        _require_rows(files)
         read = [read_split(str(f), None, "train") for f in files]
         digest = ",".join(f"{f.name}:{r[2][:16]}" for f, r in zip(files, read, strict=True))
         return pa.concat_tables([r[0] for r in read], promote_options="default"), digest
+    if path.is_dir():
+        _require_rows(_hub_layout_files(path, subject, spec.split))
     table, _, fingerprint, _ = read_split(spec.location, subject, spec.split, spec.revision)
+    if table.num_rows == 0:
+        raise SourceError(
+            f"audit.redux: {spec.location} [{subject}] has no rows in split {spec.split!r}"
+        )
     return table, fingerprint
+
+
+def _hub_layout_files(path: Path, subject: str, split: str) -> list[Path]:
+    """The data files a Hub-layout folder's card gives `subject`'s `split` (none when the
+    card cannot be resolved: `read_split` then says what is wrong)."""
+    import datasets
+
+    try:
+        builder = datasets.load_dataset_builder(str(path), subject)
+    except Exception:  # datasets raises many types for a bad card; read_split reports it
+        return []
+    return [Path(str(f)) for f in (builder.config.data_files or {}).get(split, [])]
+
+
+def _require_rows(files: Iterable[Path]) -> None:
+    """Refuse a Redux data file without rows: an empty or truncated copy, which `datasets`
+    reports only as a failed generation (a parquet file) or a split with no data (JSON lines)."""
+    import pyarrow.parquet as pq
+
+    for f in files:
+        if f.suffix == ".parquet":
+            try:
+                empty = pq.read_metadata(f).num_rows == 0
+            except (OSError, pa.ArrowInvalid):
+                continue  # not parquet: read_split reports it
+        elif f.suffix == ".jsonl":
+            with f.open(encoding="utf-8", errors="replace") as lines:
+                empty = not any(line.strip() for line in lines)
+        else:
+            continue
+        if empty:
+            raise SourceError(f"audit.redux: {f} has no rows")
 
 
 def _empty() -> pa.Table:
@@ -163,6 +202,14 @@ class ReduxAudit:
         if not new:
             return
         rows = load_redux(self.spec, new)
+        if self.table.num_rows == 0 and rows.table.num_rows == 0:
+            # The first call holds the whole split's subjects (the donor-pool pass): Redux
+            # lacking some is recorded (`missing_subjects`), lacking all is a wrong location.
+            raise SourceError(
+                f"audit.redux: {self.spec.location} has no rows for any of the {len(new)} "
+                f"subject(s) of the build (a subject folder or config named like {new[0]!r}): "
+                "the build would have no Redux annotation"
+            )
         self._seen.update(new)
         self.parts.append(rows)
         offset = self.table.num_rows

@@ -167,3 +167,62 @@ def test_contributions_check_against_a_release_holding_redux(
     report = validate_path(example, sources={"mmlu": str(mmlu_dir)}, release=result.out)
     assert report.rows == 6
     assert [v for v in report.violations if v.rule != "duplicate_in_release"] == []
+
+
+REDUX_SCHEMA = pa.schema(
+    [("question", pa.string()), ("choices", pa.list_(pa.string())), ("error_type", pa.string())]
+)
+HUB_CARD = (
+    "---\nconfigs:\n- config_name: anatomy\n  data_files:\n  - split: test\n"
+    "    path: anatomy/test-*.parquet\n---\n"
+)
+
+
+def _refused(mmlu_dir: Path, tmp_path: Path, location: Path) -> str:
+    with pytest.raises(NabenchError) as info:
+        _build(mmlu_dir, tmp_path / "out", ReduxSpec(location=str(location)))
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()
+    return str(info.value)
+
+
+@pytest.mark.parametrize("subject_folder", [None, "Anatomy"], ids=["empty", "no-build-subject"])
+def test_a_redux_location_without_rows_for_the_build_is_refused(
+    tmp_path: Path, mmlu_dir: Path, subject_folder: str | None
+) -> None:
+    """A folder holding no rows of any of MMLU's subjects would build with no Redux
+    annotation at all (every subject `missing`); one line says so."""
+    root = tmp_path / "redux"
+    root.mkdir()
+    if subject_folder is not None:  # rows, but under a name no MMLU subject has
+        (root / subject_folder).mkdir()
+        row = {"question": "q", "choices": ["a", "b"], "error_type": "ok"}
+        pq.write_table(pa.Table.from_pylist([row]), root / subject_folder / "part.parquet")
+    line = _refused(mmlu_dir, tmp_path, root)
+    assert line.startswith("audit.redux: ") and str(root) in line, line
+    assert "no rows for any of the" in line and "'abstract_algebra'" in line, line
+
+
+@pytest.mark.parametrize("name", ["part.parquet", "part.jsonl"])
+def test_an_empty_redux_file_is_refused_naming_it(
+    tmp_path: Path, mmlu_dir: Path, name: str
+) -> None:
+    root = _one_subject(
+        tmp_path / "redux", [{"question": "q", "choices": ["a"], "error_type": "ok"}]
+    )
+    empty = root / "anatomy" / name
+    if name.endswith(".parquet"):
+        pq.write_table(REDUX_SCHEMA.empty_table(), empty)
+    else:
+        empty.write_text("\n")
+    line = _refused(mmlu_dir, tmp_path, root)
+    assert line == f"audit.redux: {empty} has no rows", line
+
+
+def test_an_empty_subject_config_of_a_hub_layout_is_refused(tmp_path: Path, mmlu_dir: Path) -> None:
+    root = tmp_path / "redux"
+    (root / "anatomy").mkdir(parents=True)
+    pq.write_table(REDUX_SCHEMA.empty_table(), root / "anatomy" / "test-00000-of-00001.parquet")
+    (root / "README.md").write_text(HUB_CARD)
+    line = _refused(mmlu_dir, tmp_path, root)
+    assert line.startswith("audit.redux: ") and "anatomy" in line and "no rows" in line, line
