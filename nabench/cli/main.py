@@ -246,16 +246,20 @@ def label(
 def agree(labels: Path, human: Path, as_json: bool, seed: int) -> None:
     """Agreement of LLM labels with human labels: n, raw agreement, Cohen's kappa (95% CI)."""
     import json
+    import math
 
     result = agreement(labels, human, seed=seed)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
         return
     click.echo(f"n = {result.n}")
     click.echo(f"raw agreement = {result.agreement:.3f}")
-    click.echo(
-        f"Cohen's kappa = {result.kappa:.3f} (95% CI {result.ci_low:.3f} to {result.ci_high:.3f})"
-    )
+    kappa = "undefined" if math.isnan(result.kappa) else f"{result.kappa:.3f}"
+    bounds = (result.ci_low, result.ci_high)
+    ci = "undefined" if any(map(math.isnan, bounds)) else "{:.3f} to {:.3f}".format(*bounds)
+    click.echo(f"Cohen's kappa = {kappa} (95% CI {ci})")
+    if result.note:
+        click.echo(f"note: {result.note}")
     click.echo("confusion (rows: LLM, columns: human):")
     for row, cells in result.confusion.items():
         click.echo(f"  {row:<22} " + "  ".join(f"{k}={v}" for k, v in cells.items()))

@@ -1,4 +1,8 @@
-"""Agreement between LLM labels and human labels (raw agreement, Cohen's kappa with CI)."""
+"""Agreement between LLM labels and human labels (raw agreement, Cohen's kappa with CI).
+
+A rater that used one class makes kappa 0 by construction, and both raters using one and
+the same class leave it undefined (nan, None in JSON): `note` says which.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ from typing import Any
 
 from nabench.core.errors import NabenchError
 from nabench.label.files import read_labels
-from nabench.stats.inference import cohen_kappa
+from nabench.stats.inference import cohen_kappa, json_safe
+
+_CLASS = {True: "applicable", False: "not applicable"}
 
 
 @dataclass(frozen=True)
@@ -20,9 +26,12 @@ class Agreement:
     ci_high: float
     confusion: dict[str, dict[str, int]]
     excluded: dict[str, int]
+    note: str | None = None  # why kappa is undefined or 0 by construction
 
     def to_dict(self) -> dict[str, Any]:
-        return self.__dict__.copy()
+        """The fields as strict JSON values (an undefined kappa or CI bound is None)."""
+        out: dict[str, Any] = json_safe(self.__dict__.copy())
+        return out
 
 
 def agreement(llm_labels: Path, human_labels: Path, seed: int = 0) -> Agreement:
@@ -56,4 +65,27 @@ def agreement(llm_labels: Path, human_labels: Path, seed: int = 0) -> Agreement:
             "only_in_human": int(len(human) - len(joined)),
             "invalid_on_either_side": int((~valid).sum()),
         },
+        note=_one_class_note(a, b),
     )
+
+
+def _one_class_note(llm: list[bool], human: list[bool]) -> str | None:
+    """Why kappa says nothing when a rater used one class (None when both used both)."""
+    one_llm, one_human = len(set(llm)) == 1, len(set(human)) == 1
+    if one_llm and one_human and llm[0] == human[0]:
+        return (
+            f"kappa undefined: the LLM and the human labels are all {_CLASS[llm[0]]} "
+            "(chance agreement is 1); only raw agreement is reported"
+        )
+    if one_llm and one_human:
+        return (
+            f"kappa is 0 by construction: the LLM labels are all {_CLASS[llm[0]]}, "
+            f"the human labels all {_CLASS[human[0]]}"
+        )
+    if one_llm or one_human:
+        who, value = ("LLM", llm[0]) if one_llm else ("human", human[0])
+        return (
+            f"kappa is 0 by construction: the {who} labels are all {_CLASS[value]} "
+            "(a rater with one class agrees no better than chance)"
+        )
+    return None

@@ -154,3 +154,62 @@ def test_scripted_labels_decide_exactly_which_items_are_built(
     assert all(not r["valid"] and r["attempts"] == 3 for r in invalid)  # retried, then kept
     assert {r["model"] for r in labels} == {"scripted-model"}
     assert json.loads((out / "build.json").read_text())["labels"]["mode"] == "llm"
+
+
+def _strict_json(text: str) -> Any:
+    """Parse as strict JSON: NaN / Infinity are not JSON."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+ALL_T, ALL_F = ["true"] * 6, ["false"] * 6
+
+
+@pytest.mark.parametrize(
+    ("llm", "human", "kappa", "agreement", "explained"),
+    [
+        (ALL_T, ALL_T, None, 1.0, "the LLM and the human labels are all applicable"),
+        (ALL_T, ["true"] * 4 + ["false"] * 2, 0.0, 4 / 6, "the LLM labels are all applicable"),
+        (["true", "false"] * 3, ALL_F, 0.0, 0.5, "the human labels are all not applicable"),
+        (ALL_T, ALL_F, 0.0, 0.0, "the LLM labels are all applicable, the human labels all not"),
+    ],
+    ids=["both-one-class", "llm-one-class", "human-one-class", "each-one-class"],
+)
+def test_agreement_with_one_class_is_explained_and_strict_json(
+    tmp_path: Path,
+    llm: list[str],
+    human: list[str],
+    kappa: float | None,
+    agreement: float,
+    explained: str,
+) -> None:
+    """κ is undefined (both raters used one and the same class) or 0 by construction (a
+    rater used one class): the output says why, raw agreement is still reported, exit 0,
+    and --json stays JSON (no NaN)."""
+    a = _write(tmp_path / "llm.csv", [(f"q{i}", v) for i, v in enumerate(llm)])
+    b = _write(tmp_path / "human.csv", [(f"q{i}", v) for i, v in enumerate(human)])
+    text = CliRunner().invoke(main, ["agree", str(a), str(b)])
+    assert text.exit_code == 0, text.output
+    assert f"raw agreement = {agreement:.3f}" in text.output
+    assert "nan" not in text.output.lower()
+    as_json = CliRunner().invoke(main, ["agree", str(a), str(b), "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    data = _strict_json(as_json.output)
+    assert data["agreement"] == pytest.approx(agreement)
+    assert explained in text.output and explained in data["note"]
+    if kappa is None:
+        assert data["kappa"] is None and data["ci_low"] is None and data["ci_high"] is None
+        assert "kappa undefined" in text.output and "kappa undefined" in data["note"]
+    else:
+        assert data["kappa"] == kappa
+        assert "kappa is 0" in text.output and "kappa is 0" in data["note"]
+
+
+def test_agreement_without_one_class_has_no_note(tmp_path: Path) -> None:
+    a = _write(tmp_path / "llm.csv", [("q0", "true"), ("q1", "false"), ("q2", "true")])
+    b = _write(tmp_path / "human.csv", [("q0", "true"), ("q1", "false"), ("q2", "false")])
+    data = _strict_json(CliRunner().invoke(main, ["agree", str(a), str(b), "--json"]).output)
+    assert data["note"] is None and data["kappa"] == pytest.approx(0.4)
