@@ -43,11 +43,14 @@ class ARCChallenge(Source):
         structs = raw.column("choices").to_pylist()
         keys = raw.column("answerKey").to_pylist()
         choices: list[list[str]] = []
-        answers: list[int | None] = []
+        answers: list[int] = []
+        bad_keys: list[str] = []
         for item_id, struct, key in zip(ids, structs, keys, strict=True):
             if not struct or "text" not in struct or "label" not in struct:
                 raise SourceError(f"{origin}: row {item_id}: choices lack text/label lists")
-            labels = [str(lab).strip() for lab in struct["label"]]
+            # Labels and key are compared exactly, as stored: a key ' C' is no label 'C'
+            # (stripping it would build from a source value other than the one given).
+            labels = [str(lab) for lab in struct["label"]]
             # The key is found by label: repeated labels, or fewer labels than texts, would
             # key the wrong option (['A', 'A', 'B', 'C'] with key C picked the fourth text).
             if len(set(labels)) != len(labels) or len(labels) != len(struct["text"]):
@@ -57,8 +60,14 @@ class ARCChallenge(Source):
                 )
             choices.append(list(struct["text"]))
             # The key is matched by position in the row's own label list (A-E or 1-5).
-            key_str = str(key).strip() if key is not None else ""
-            answers.append(labels.index(key_str) if key_str in labels else None)
+            if key is None or str(key) not in labels:
+                bad_keys.append(f"row {item_id}: {_key_problem(key, labels)}")
+                answers.append(-1)
+            else:
+                answers.append(labels.index(str(key)))
+        if bad_keys:
+            more = f" ({len(bad_keys)} such rows)" if len(bad_keys) > 1 else ""
+            raise SourceError(f"{origin}: {bad_keys[0]}{more}")
         check_answers(ids, pa.array(answers, pa.int64()), pa.array(choices), origin)
         return item_table(
             {
@@ -71,3 +80,14 @@ class ARCChallenge(Source):
             },
             origin,
         )
+
+
+def _key_problem(key: object, labels: list[str]) -> str:
+    """Why a row's answerKey keys none of its options (missing, or no label of the row)."""
+    if key is None:
+        return "answerKey is missing (null)"
+    text = str(key)
+    padded = " (keys are matched exactly: it has surrounding whitespace)"
+    return f"answerKey {text!r} is not one of its labels {labels}" + (
+        padded if text != text.strip() and text.strip() in labels else ""
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -83,6 +84,20 @@ def copy_source(mmlu_dir: Path, dest: Path, edit: Callable[[pa.Table], pa.Table]
     (dest / "README.md").write_bytes((mmlu_dir / "README.md").read_bytes())
     for path in sorted((mmlu_dir / "all").glob("*.parquet")):
         pq.write_table(edit(pq.read_table(path)), dest / "all" / path.name)
+    return dest
+
+
+def copy_arc_source(
+    arc_dir: Path, dest: Path, edit: Callable[[list[dict[str, object]]], None]
+) -> Path:
+    """A copy of the real ARC-Challenge source folder with the rows of its test split edited
+    in place by `edit` (the other splits copied as they are)."""
+    shutil.copytree(arc_dir, dest)
+    path = dest / "ARC-Challenge" / "test-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    edit(rows)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
     return dest
 
 

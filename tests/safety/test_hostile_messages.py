@@ -1,0 +1,55 @@
+"""Hostile inputs get a message that names the real cause: one `error:` line (or a
+quarantine reason) saying what is wrong with the input, never a misleading one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from safety_helpers import Run, build_args, copy_arc_source, nabench
+
+ABCD = ["A", "B", "C", "D"]
+
+
+def _one_error(run: Run) -> str:
+    assert run.code != 0, run.stdout
+    assert len(run.errors) == 1, run.stderr
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+    return run.errors[0]
+
+
+def _arc_with_key(arc_dir: Path, dest: Path, key: str | None) -> tuple[Path, str]:
+    """A copy of ARC whose first test row labelled A-D has answerKey `key`; (folder, item id)."""
+    edited: list[str] = []
+
+    def edit(rows: list[dict[str, object]]) -> None:
+        row = next(r for r in rows if r["choices"]["label"] == ABCD)  # type: ignore[index]
+        row["answerKey"] = key
+        edited.append(f"arc_challenge/test/{row['id']}")
+
+    return copy_arc_source(arc_dir, dest, edit), edited[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "expect"),
+    [
+        ("E", "answerKey 'E' is not one of its labels ['A', 'B', 'C', 'D']"),
+        (None, "answerKey is missing (null)"),
+        (
+            " C",
+            "answerKey ' C' is not one of its labels ['A', 'B', 'C', 'D'] "
+            "(keys are matched exactly: it has surrounding whitespace)",
+        ),
+    ],
+)
+def test_arc_key_naming_no_label_is_refused_naming_the_key(
+    arc_dir: Path, tmp_path: Path, key: str | None, expect: str
+) -> None:
+    """'E' on a 4-choice row and a null key said "answer None is out of range"; a key ' C'
+    was stripped and built as 'C'. Keys are compared with the row's labels exactly."""
+    source, item_id = _arc_with_key(arc_dir, tmp_path / "arc", key)
+    out = tmp_path / "out"
+    line = _one_error(nabench(*build_args(source, out, "--labels", "none"), "arc-na"))
+    assert f"row {item_id}: {expect}" in line, line
+    assert "out of range" not in line
+    assert not out.exists()
