@@ -24,6 +24,9 @@ REASONS = (
     "duplicate_choices",
     "has_none_option",
     "has_all_option",
+    # an option is a text the recipe inserts that no pattern flags for the same reason (a
+    # custom na_text such as "True, True" that is an ordinary option of the item)
+    "has_inserted_text",
     "refers_to_other_options",
     *REDUX_REASONS,  # MMLU-Redux's verdict on the item (audit.redux), per flagged error type
     "missing_label",
@@ -51,9 +54,11 @@ def audit_items(
 ) -> Audit:
     """Split items into eligible and excluded, vectorised over the flattened choices.
 
-    `na_texts` / `all_texts` are the phrasings the recipe will insert: an item that already
-    holds one of them is quarantined as has_none_option / has_all_option, as is one holding
-    any phrasing of `option_patterns.yaml` (options compared after `normalise`). Items of a
+    `na_texts` / `all_texts` are the phrasings the recipe will insert. An item holding any
+    phrasing of `option_patterns.yaml` is quarantined as has_none_option / has_all_option;
+    one that holds an inserted text the patterns do not flag so (a custom NA text that is an
+    ordinary option, "True, True") as has_inserted_text, not as holding an NA option
+    (options compared after `normalise`). Items of a
     subject in `exclude_subjects` are quarantined as excluded_subject. `extra_flags` are
     per-reason masks other audit sources computed (MMLU-Redux: `audit.redux`).
     """
@@ -64,7 +69,9 @@ def audit_items(
     # A null element is an empty option, not a crash further down the pipeline.
     empty = as_bool_mask(pc.or_kleene(pc.is_null(flat), pc.equal(normalise(flat), "")))
     phrases = {"has_none_option": tuple(na_texts), "has_all_option": tuple(all_texts)}
-    option_flags = flag_options(flat, phrases)
+    option_flags = flag_options(flat)
+    with_texts = flag_options(flat, phrases)
+    inserted = np.logical_or.reduce([with_texts[r] & ~option_flags[r] for r in phrases])
     flags = {
         # A null or blank question, or a null choice element, is a malformed source row:
         # quarantined, and never compared or perturbed (a null would fail the whole build;
@@ -79,6 +86,7 @@ def audit_items(
         "empty_choice": lists.per_row_any(empty),
         "duplicate_choices": lists.has_duplicates(normalise(flat, fold=False).fill_null("")),
         **{reason: lists.per_row_any(mask) for reason, mask in option_flags.items()},
+        "has_inserted_text": lists.per_row_any(inserted),
     }
     flags["excluded_subject"] = subject_mask(items, exclude_subjects)
     flags.update(extra_flags or {})

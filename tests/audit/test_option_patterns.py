@@ -322,3 +322,27 @@ def test_audit_compares_normalised_text() -> None:
         "mmlu/all/test/00004": "empty_choice",
     }
     assert audit.eligible.column("id").to_pylist() == ["mmlu/all/test/00005"]
+
+
+def test_inserted_text_that_is_no_phrasing_has_its_own_reason() -> None:
+    """An item holding a recipe's inserted text is quarantined for what the option is: an NA
+    phrasing stays has_none_option, a custom NA text that is an ordinary option ("Paris",
+    "All of the above" as an NA text) is has_inserted_text, not has_none_option."""
+    table = _items(
+        [
+            ["Lyon", "None of the above", "Rome", "Oslo"],
+            ["Paris", "Rome", "Oslo", "Bern"],
+            ["All of the above", "Rome", "Oslo", "Bern"],
+            ["Lyon", "Rome", "Oslo", "Bern"],
+        ]
+    )
+    audit = audit_items(table, ["None of the above", "PARIS", "All of the above"])
+    reasons = {r["id"]: (r["reason"], r["reasons"]) for r in audit.excluded.to_pylist()}
+    assert reasons == {
+        "mmlu/all/test/00000": ("has_none_option", ["has_none_option", "refers_to_other_options"]),
+        "mmlu/all/test/00001": ("has_inserted_text", ["has_inserted_text"]),
+        "mmlu/all/test/00002": (
+            "has_all_option",
+            ["has_all_option", "has_inserted_text", "refers_to_other_options"],
+        ),
+    }

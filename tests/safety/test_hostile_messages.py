@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
-from safety_helpers import Run, build_args, copy_arc_source, nabench
+from safety_helpers import Run, build_args, copy_arc_source, nabench, write_recipe
 
 ABCD = ["A", "B", "C", "D"]
 
@@ -53,3 +54,27 @@ def test_arc_key_naming_no_label_is_refused_naming_the_key(
     assert f"row {item_id}: {expect}" in line, line
     assert "out of range" not in line
     assert not out.exists()
+
+
+def test_na_text_that_is_an_ordinary_option_is_quarantined_as_such(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """A custom NA text equal to an item's option ("True, True") quarantined the item as
+    has_none_option, as if it held a None-of-the-above option."""
+    recipe = write_recipe(
+        tmp_path / "na.yaml",
+        "name: custom-na\nversion: 1.0.0\nkind: na\nsource: {dataset: mmlu, splits: [test]}\n"
+        "seed: 7\nvariants:\n  - kind: original\n  - kind: na_keyed\n"
+        '    na_texts: [None of the above, "True, True"]\nlabels: {mode: none}\n',
+    )
+    out = tmp_path / "out"
+    run = nabench(*build_args(mmlu_dir, out), str(recipe))
+    assert run.code == 0, run.stderr
+    excluded = pq.read_table(out / "excluded" / "test-00000-of-00001.parquet").to_pylist()
+    held = [r for r in excluded if "True, True" in r["choices"]]
+    assert held, "the first 12 MMLU test items hold 'True, True'"
+    assert {(r["reason"], tuple(r["reasons"])) for r in held} == {
+        ("has_inserted_text", ("has_inserted_text",))
+    }
+    assert "has_inserted_text=" in run.stdout + run.stderr
+    assert nabench("validate", str(out)).code == 0
