@@ -285,6 +285,7 @@ class Source(ABC):
             location or self.hub_id, config, split, revision
         )
         items = self.to_items(raw, config=config, split=split, seed=seed, origin=origin)
+        check_unique_ids(items.column("id"), origin)
         return LoadedSplit(items, split, origin, fingerprint, files)
 
     def record_id(self, item_id: str) -> str:
@@ -319,6 +320,22 @@ def check_answers(ids: list[str], answers: pa.Array, choices: pa.Array, origin: 
         raise SourceError(
             f"{origin}: row {ids[i]}: answer {shown!r} is out of range for {lengths[i]} choices"
             + (f" ({len(bad)} such rows)" if len(bad) > 1 else "")
+        )
+
+
+def check_unique_ids(ids: pa.ChunkedArray | pa.Array, origin: str) -> None:
+    """Every row of a split has its own id (configs are paired by it): a repeated id is a
+    corrupt source, one error naming it, not a schema violation per row of every config."""
+    import pyarrow.compute as pc
+
+    counts = pc.value_counts(ids)
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    if len(repeated):
+        first = repeated[0].as_py()
+        raise SourceError(
+            f"{origin}: id {first['values']!r} is repeated ({first['counts']} rows)"
+            + (f"; {len(repeated)} ids are repeated" if len(repeated) > 1 else "")
+            + " (each row of a split needs its own id)"
         )
 
 

@@ -78,3 +78,21 @@ def test_na_text_that_is_an_ordinary_option_is_quarantined_as_such(
     }
     assert "has_inserted_text=" in run.stdout + run.stderr
     assert nabench("validate", str(out)).code == 0
+
+
+def test_repeated_source_ids_are_one_line_naming_the_id(arc_dir: Path, tmp_path: Path) -> None:
+    """Two ids repeated in ARC's test split gave 25 `[schema:id] field_uniqueness` lines
+    (one per row of every config), none saying the source repeats an id."""
+    repeated: list[str] = []
+
+    def edit(rows: list[dict[str, object]]) -> None:
+        rows[5]["id"] = rows[9]["id"] = rows[3]["id"]
+        rows[20]["id"] = rows[11]["id"]
+        repeated.extend(f"arc_challenge/test/{rows[i]['id']}" for i in (3, 11))
+
+    source = copy_arc_source(arc_dir, tmp_path / "arc", edit)
+    out = tmp_path / "out"
+    line = _one_error(nabench(*build_args(source, out, "--labels", "none"), "arc-na"))
+    assert f"id {repeated[0]!r} is repeated (3 rows); 2 ids are repeated" in line, line
+    assert "schema" not in line
+    assert not out.exists()
