@@ -87,9 +87,18 @@ def open_repo(path: Path, *, create: bool = True) -> Path:
         path.mkdir(parents=True)
         _git(path, "init", "--quiet", "--bare", f"--initial-branch={BRANCH}")
         return path
-    proc = _git(path, "rev-parse", "--git-dir", check=False)
+    proc = _git(path, "rev-parse", "--is-bare-repository", "--absolute-git-dir", check=False)
     if proc.returncode != 0:
         raise PublishError(f"{path} is not a git repository")
+    bare, git_dir = proc.stdout.decode().splitlines()[:2]
+    # git answers for the repository a folder lies in: a plain folder inside a work tree
+    # would have the release committed to the enclosing repository's root.
+    top = git_dir if bare == "true" else _out(path, "rev-parse", "--show-toplevel")
+    if Path(top).resolve() != path.resolve():
+        raise PublishError(
+            f"{path} is not a git repository (it lies inside the one at {top}); "
+            "pass the repository's own folder"
+        )
     return path
 
 
@@ -129,7 +138,7 @@ def plan_for_git(
     staged: Path, path: Path, repo_id: str, *, version: str | None = None
 ) -> PublishPlan:
     """The plan against the repository's current state (reads only; creates nothing)."""
-    state = remote_state(path) if path.exists() else RemoteState()
+    state = remote_state(open_repo(path, create=False)) if path.exists() else RemoteState()
     plan = make_plan(staged, repo_id, version=version, remote=state)
     check_tag_name(plan.tag)
     return plan

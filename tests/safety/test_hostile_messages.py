@@ -3,6 +3,7 @@ quarantine reason) saying what is wrong with the input, never a misleading one."
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -95,4 +96,65 @@ def test_repeated_source_ids_are_one_line_naming_the_id(arc_dir: Path, tmp_path:
     line = _one_error(nabench(*build_args(source, out, "--labels", "none"), "arc-na"))
     assert f"id {repeated[0]!r} is repeated (3 rows); 2 ids are repeated" in line, line
     assert "schema" not in line
+    assert not out.exists()
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u",
+           "GIT_COMMITTER_EMAIL": "u@x", "PATH": "/usr/bin:/bin"}  # fmt: skip
+    done = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+    return done.stdout.decode()
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_publish_to_a_plain_folder_says_it_is_no_git_repository(
+    plain_build: Path, tmp_path: Path, dry_run: bool
+) -> None:
+    """`--dry-run` said "HEAD is detached; check out a branch first" of a plain folder."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    extra = ("--dry-run",) if dry_run else ()
+    run = nabench(
+        "publish", str(plain_build), "--repo-id", "org/x", "--to", f"git:{folder}", *extra
+    )
+    line = _one_error(run)
+    assert line == f"error: {folder} is not a git repository", line
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_publish_to_a_folder_inside_a_repository_is_refused(
+    plain_build: Path, tmp_path: Path, dry_run: bool
+) -> None:
+    """git answers for the repository a folder lies in: a plain folder inside a work tree was
+    planned against, and published to, the enclosing repository's root."""
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    _git(outer, "init", "--quiet", "--initial-branch=main")
+    _git(outer, "commit", "--quiet", "--allow-empty", "-m", "mine")
+    sub = outer / "sub"
+    sub.mkdir()
+    head = _git(outer, "rev-parse", "HEAD")
+    extra = ("--dry-run",) if dry_run else ()
+    run = nabench("publish", str(plain_build), "--repo-id", "org/x", "--to", f"git:{sub}", *extra)
+    line = _one_error(run)
+    assert f"{sub} is not a git repository (it lies inside the one at {outer})" in line, line
+    assert _git(outer, "rev-parse", "HEAD") == head
+    assert _git(outer, "tag", "--list") == ""
+    assert list(sub.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "suffix"),
+    [("/nabench-no-such-build", ""), ("no-such-build", " and is no Hub id (ORG/NAME)")],
+)
+def test_export_of_a_missing_folder_says_it_does_not_exist(
+    tmp_path: Path, name: str, suffix: str
+) -> None:
+    """`export lm-eval /nonexistent` was sent to the Hub as a repo id (one slash) and printed
+    the Hub client's repo-id rules."""
+    assert not Path(name).exists()
+    out = tmp_path / "tasks"
+    line = _one_error(nabench("export", "lm-eval", name, "--out", str(out)))
+    assert line == f"error: build folder {name!r} does not exist{suffix}", line
     assert not out.exists()

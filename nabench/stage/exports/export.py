@@ -13,6 +13,7 @@ from pathlib import Path
 
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
+from nabench.core.portable import missing_local_path
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
     GEN_TEMPLATE,
@@ -51,6 +52,9 @@ def resolve_lm_eval_source(
         return LmEvalSpec.from_manifest(read_manifest_file(path / MANIFEST)), LocalData(
             path.resolve()
         )
+    if missing_local_path(str(build)):  # `/nonexistent` is no Hub id to ask the Hub about
+        no_id = " and is no Hub id (ORG/NAME)" if str(build).count("/") != 1 else ""
+        raise NabenchError(f"build folder {str(build)!r} does not exist{no_id}")
     if str(build).count("/") != 1:
         raise NabenchError(f"{build}: neither a build folder nor a Hub id (ORG/NAME)")
     manifest = _hub_manifest(str(build), revision)
