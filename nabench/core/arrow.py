@@ -100,3 +100,14 @@ class ListColumn:
             for k in range(j + 1, len(cols)):
                 dup |= as_bool_mask(pc.equal(cols[j], cols[k]))  # null (list too short) -> False
         return dup
+
+
+def repeated_values(values: pa.Array | pa.ChunkedArray) -> tuple[int, object, int]:
+    """(how many values occur more than once, the first of them, its count); (0, None, 0)
+    when every value is distinct. One count behind every "id repeated" error."""
+    counts = pc.value_counts(values)
+    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+    if not len(repeated):
+        return 0, None, 0
+    first = repeated[0].as_py()
+    return len(repeated), first["values"], int(first["counts"])

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from nabench.core.arrow import repeated_values
 from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
 from nabench.core.safe_load import load_json_file
@@ -209,13 +210,11 @@ def _build_ids(
 def _distinct_ids(where: object, ids: pa.ChunkedArray | pa.Array) -> None:
     """One answer per item and config: a second row of an item would be counted twice, or
     (the report pairs each variant row with one original row) dropped without a word."""
-    counts = pc.value_counts(ids)
-    twice = counts.filter(pc.greater(counts.field("counts"), 1))
-    if len(twice):
-        first = twice[0].as_py()
+    n, first, count = repeated_values(ids)
+    if n:
         raise NabenchError(
-            f"{where}: {len(twice)} item id(s) answered more than once, e.g. "
-            f"{first['values']!r} ({first['counts']} rows); one row per item and config"
+            f"{where}: {n} item id(s) answered more than once, e.g. "
+            f"{first!r} ({count} rows); one row per item and config"
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from nabench.core.arrow import repeated_values
 from nabench.core.errors import SourceError
 from nabench.core.portable import missing_local_path
 from nabench.schemas.tables import ITEM_ARROW
@@ -326,15 +327,11 @@ def check_answers(ids: list[str], answers: pa.Array, choices: pa.Array, origin: 
 def check_unique_ids(ids: pa.ChunkedArray | pa.Array, origin: str) -> None:
     """Every row of a split has its own id (configs are paired by it): a repeated id is a
     corrupt source, one error naming it, not a schema violation per row of every config."""
-    import pyarrow.compute as pc
-
-    counts = pc.value_counts(ids)
-    repeated = counts.filter(pc.greater(counts.field("counts"), 1))
-    if len(repeated):
-        first = repeated[0].as_py()
+    n, first, count = repeated_values(ids)
+    if n:
         raise SourceError(
-            f"{origin}: id {first['values']!r} is repeated ({first['counts']} rows)"
-            + (f"; {len(repeated)} ids are repeated" if len(repeated) > 1 else "")
+            f"{origin}: id {first!r} is repeated ({count} rows)"
+            + (f"; {n} ids are repeated" if n > 1 else "")
             + " (each row of a split needs its own id)"
         )
 
