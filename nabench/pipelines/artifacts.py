@@ -115,9 +115,10 @@ class ArtifactsBuild(KindBuild):
                 split=split,
                 limit=opts.limit,
                 sample=opts.sample,
+                rebuild=opts.rebuild,
                 seed=seed,
             )
-            require_items(split, audit.eligible, audit.excluded)
+            require_items(split, audit.eligible.num_rows, audit.excluded)
             self.sources_meta[split] = split_record(ls, items)
             self.excluded.append(audit.excluded)
             yield Step("audit", f"audit {split}", quarantined=audit.excluded)

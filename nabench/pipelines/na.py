@@ -106,6 +106,7 @@ class NABuild(KindBuild):
                 split=split,
                 limit=opts.limit,
                 sample=opts.sample,
+                rebuild=opts.rebuild,
                 seed=job.seed,
             )
             annotations = redux.join(items, split)[1] if redux else None  # Redux, if asked for
@@ -115,7 +116,7 @@ class NABuild(KindBuild):
                 audit.eligible, self.label_source, split
             )
             excluded = pa.concat_tables([audit.excluded, label_excluded])
-            require_items(split, eligible, excluded)
+            require_items(split, eligible.num_rows, excluded)
             self.excluded.append(excluded)
             yield Step("label", f"label {split}")
             columns = ItemColumns.from_table(eligible, label_cols, whole.eligible)

@@ -182,6 +182,7 @@ def preparing(
     sources: dict[str, Any] = {}
     counts = {"checked": 0, "exact": 0, "normalised_only": 0}
     location = options.source or recipe.source.hub_id
+    usable = 0
     for split in options.splits or recipe.source.splits:
         loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
         items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
@@ -195,11 +196,14 @@ def preparing(
         yield Step("audit", f"audit {split}", quarantined=audit.excluded)
         eligible, label_cols, label_excluded, _ = label_split(audit.eligible, label_source, split)
         excluded += [clean.excluded, audit.excluded, label_excluded]
-        require_items(split, eligible, pa.concat_tables(excluded[-3:]))
+        usable += eligible.num_rows
         columns = ItemColumns.from_table(eligible, label_cols)
         for b in builders:
             per_builder[b.config_name].append(b.build(columns, seed))
         yield Step("perturb", split)
+    # the splits are pooled into one `train` split: only a pool with no usable item is empty
+    splits = options.splits or recipe.source.splits
+    require_items(" + ".join(splits), usable, pa.concat_tables(excluded))
     variants = [pa.concat_tables(tables) for tables in per_builder.values()]
     return Prepared(variants, pa.concat_tables(excluded), sources, counts)
 

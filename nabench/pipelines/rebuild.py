@@ -90,6 +90,7 @@ def rebuild_options(build: Path, manifest: Manifest, source: str, out: Path) -> 
         seed=manifest.seed,
         labels=labels,
         progress=False,
+        rebuild=True,
     )
 
 
@@ -103,7 +104,27 @@ def compare_with_rebuild(build: Path, source: str) -> list[Violation]:
         rebuilt = recorded_manifest(out)
         found = _source_differences(manifest, rebuilt)
         found += _tree_differences(build, out, model_configs(manifest))
-    return found
+    return _audit_version_note(manifest, rebuilt) + found if found else found
+
+
+def _audit_version_note(manifest: Manifest, rebuilt: Manifest) -> list[Violation]:
+    """A build audited by other option patterns than this nabench's: its exclusions may differ
+    from a rebuild's because the audit changed, not the build, and the report says so first."""
+    mine = (manifest.audit_patterns or {}).get("version")
+    theirs = (rebuilt.audit_patterns or {}).get("version")
+    if mine == theirs:
+        return []
+    return [
+        Violation(
+            "build.json",
+            -1,
+            "-",
+            "audit_patterns",
+            f"built with audit patterns version {mine}, this nabench audits with version "
+            f"{theirs}: the differences below may be the audit's (see the versions' notes in "
+            "nabench/audit/option_patterns.yaml), not a forgery",
+        )
+    ]
 
 
 def model_configs(manifest: Manifest) -> frozenset[str]:

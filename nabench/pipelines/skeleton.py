@@ -41,6 +41,9 @@ class BuildOptions:
     strict: bool = False
     progress: bool = True
     yes: bool = False  # a long model job (labeling) may start without --labels llm
+    # reproducing a recorded build (`validate --source`): a `--sample` larger than the items,
+    # which older versions built as all of them, is rebuilt the same way, not refused
+    rebuild: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ def audited_selection(
     limit: int | None,
     sample: int | None,
     seed: int,
+    rebuild: bool = False,
 ) -> tuple[pa.Table, Audit, Audit]:
     """(the rows a build uses, their audit, the whole split's audit).
 
@@ -158,12 +162,15 @@ def audited_selection(
     whole split's audit is every builder's donor pool, so partial builds borrow what the full
     build does."""
     whole = audit(items)
-    if sample is not None and limit is None and sample > whole.eligible.num_rows:
+    usable = whole.eligible.num_rows  # none at all: `require_items` says why, per reason
+    if sample is not None and limit is None and sample > usable > 0 and not rebuild:
         raise NabenchError(
-            f"--sample {sample} is more than the {whole.eligible.num_rows} items of split "
+            f"--sample {sample} is more than the {usable} items of split "
             f"{split} that pass the eligibility audit: use a smaller --sample, or none to "
             "build them all"
         )
+    if sample is not None and limit is None and usable == 0:  # the whole audit, to report
+        return whole.eligible, whole, whole
     if limit is not None or sample is None:
         used = select_items(items, limit=limit, sample=sample, seed=seed)
         return used, (whole if used.num_rows == items.num_rows else audit(used)), whole
@@ -171,10 +178,10 @@ def audited_selection(
     return chosen, Audit(chosen, whole.excluded.slice(0, 0)), whole
 
 
-def require_items(split: str, kept: pa.Table, excluded: pa.Table) -> None:
+def require_items(split: str, kept: int, excluded: pa.Table) -> None:
     """A split none of whose items is usable stops the build: each of its configs would be a
     table of 0 rows, which `load_dataset` cannot read, and the cause is the input's."""
-    if kept.num_rows:
+    if kept:
         return
     counts = Counter(excluded.column("reason").to_pylist())
     why = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))

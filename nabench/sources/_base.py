@@ -154,7 +154,7 @@ def _check_file_types(data_files: Sequence[Path], table: pa.Table) -> None:
     footer, a JSON Lines file's types as Arrow infers them from its first block."""
     loaded = table.schema
     for f in data_files:
-        own = _own_schema(f)
+        own = _own_schema(f, loaded.names)
         if own is None:
             continue
         for name in loaded.names:
@@ -167,8 +167,9 @@ def _check_file_types(data_files: Sequence[Path], table: pa.Table) -> None:
                 )
 
 
-def _own_schema(f: Path) -> pa.Schema | None:
-    """The column types a data file itself holds (None: not parquet or JSON Lines)."""
+def _own_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
+    """The column types a data file itself holds (None: not parquet or JSON); of a JSON
+    array, those of the columns `names` (the ones the source loaded)."""
     import pyarrow.json as pa_json
     import pyarrow.parquet as pq
 
@@ -182,23 +183,32 @@ def _own_schema(f: Path) -> pa.Schema | None:
             return reader.schema
     except (OSError, pa.ArrowException) as exc:
         if suffix != ".parquet":
-            return _json_array_schema(f)  # not JSON Lines: `datasets` read it, Arrow can't
+            return _json_array_schema(f, names)  # not JSON Lines: `datasets` read it
         raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
 
 
-def _json_array_schema(f: Path) -> pa.Schema | None:
-    """The column types of a JSON file holding an array of records, as Arrow infers them from
-    all of them (`datasets` has read the whole file already; None: not such an array)."""
+def _json_array_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
+    """The types of columns `names` of a JSON file holding an array of records, as Arrow
+    infers each from every record (`datasets` has read the whole file already; None: not
+    such an array). A column holding values of two types is refused, naming it."""
     try:
         records = json.loads(f.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         return None
-    try:
-        return pa.Table.from_pylist(records).schema
-    except pa.ArrowException as exc:
-        raise SourceError(f"{f}: a column holds values of more than one type ({exc})") from None
+    fields = []
+    for name in names:
+        if not any(name in r for r in records):
+            continue
+        try:
+            fields.append(pa.field(name, pa.array([r.get(name) for r in records]).type))
+        except pa.ArrowException:
+            kinds = sorted({type(r[name]).__name__ for r in records if r.get(name) is not None})
+            raise SourceError(
+                f"{f}: column {name!r} holds values of more than one type ({', '.join(kinds)})"
+            ) from None
+    return pa.schema(fields)
 
 
 def _is_text(t: pa.DataType) -> bool:

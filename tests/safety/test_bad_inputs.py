@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -119,6 +120,33 @@ def test_numeric_choices_in_json_behind_a_card_are_refused(
         ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"), out, "'choices'"
     )
     assert f"test-00000-of-00001{suffix}" in line and "int64" in line, line
+
+
+def _json_array_source(mmlu_dir: Path, dest: Path, edit: Callable[[int, dict], dict]) -> Path:
+    """The MMLU source as JSON arrays of records, `edit(i, record)` applied to each."""
+    (dest / "all").mkdir(parents=True)
+    card = (mmlu_dir / "README.md").read_text(encoding="utf-8")
+    (dest / "README.md").write_text(card.replace(".parquet", ".json"), encoding="utf-8")
+    for path in sorted((mmlu_dir / "all").glob("*.parquet")):
+        rows = [edit(i, r) for i, r in enumerate(pq.read_table(path).to_pylist())]
+        (dest / "all" / f"{path.stem}.json").write_text(json.dumps(rows))
+    return dest
+
+
+def test_a_json_array_column_of_two_types_is_refused_naming_it(
+    mmlu_dir: Path, tmp_path: Path, out: Path
+) -> None:
+    """One record's answer as text ("2") among integers: refused naming the column (the
+    message named none, or the first record's value)."""
+
+    def text_answer(i: int, r: dict) -> dict:
+        return {**r, "answer": str(r["answer"]) if i == 3 else r["answer"]}
+
+    source = _json_array_source(mmlu_dir, tmp_path / "mixed", text_answer)
+    line = _refused(
+        ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"), out, "'answer'"
+    )
+    assert "more than one type" in line, line
 
 
 def test_a_null_subject_is_refused(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
