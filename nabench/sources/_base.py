@@ -346,6 +346,20 @@ def check_unique_ids(ids: pa.ChunkedArray | pa.Array, origin: str) -> None:
         )
 
 
+def native_ids(raw: pa.Table, column: str, origin: str) -> list[Any]:
+    """A source's own item ids, every one there: a null or blank id is a corrupt row (an ARC
+    row was built as `arc_challenge/test/None`, a HellaSwag one failed as an internal error)."""
+    values = raw.column(column).to_pylist()
+    bad = [i for i, v in enumerate(values) if v is None or (isinstance(v, str) and not v.strip())]
+    if bad:
+        what = "null" if values[bad[0]] is None else "blank"
+        raise SourceError(
+            f"{origin}: row {bad[0]} (counting from 0): {column!r} is {what}"
+            + (f" ({len(bad)} rows lack one)" if len(bad) > 1 else "")
+        )
+    return values
+
+
 def check_present(
     ids: list[str], values: pa.Array | pa.ChunkedArray, column: str, origin: str
 ) -> None:

@@ -7,7 +7,13 @@ from typing import ClassVar
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
-from nabench.sources._base import Source, check_answers, item_table, require_columns
+from nabench.sources._base import (
+    Source,
+    check_answers,
+    item_table,
+    native_ids,
+    require_columns,
+)
 
 
 class ARCChallenge(Source):
@@ -38,8 +44,7 @@ class ARCChallenge(Source):
         self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
     ) -> pa.Table:
         require_columns(raw, ("id", "question", "choices", "answerKey"), origin)
-        native_ids = raw.column("id").to_pylist()
-        ids = [f"arc_challenge/{split}/{nid}" for nid in native_ids]
+        ids = [f"arc_challenge/{split}/{nid}" for nid in native_ids(raw, "id", origin)]
         structs = raw.column("choices").to_pylist()
         keys = raw.column("answerKey").to_pylist()
         choices: list[list[str]] = []

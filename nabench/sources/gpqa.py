@@ -9,7 +9,13 @@ import pyarrow as pa
 
 from nabench.core.errors import SourceError
 from nabench.core.rng import item_rng
-from nabench.sources._base import Source, check_present, item_table, require_columns
+from nabench.sources._base import (
+    Source,
+    check_present,
+    item_table,
+    native_ids,
+    require_columns,
+)
 
 ANSWER_COLUMNS = (
     "Correct Answer",
@@ -50,7 +56,7 @@ class GPQA(Source):
         self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
     ) -> pa.Table:
         require_columns(raw, ("Record ID", "Question", "Subdomain", *ANSWER_COLUMNS), origin)
-        record_ids = raw.column("Record ID").to_pylist()
+        record_ids = native_ids(raw, "Record ID", origin)
         ids = [f"gpqa/{config}/{rid}" for rid in record_ids]
         check_present(ids, raw.column("Subdomain"), "Subdomain", origin)
         answer_cols = [raw.column(c).to_pylist() for c in ANSWER_COLUMNS]

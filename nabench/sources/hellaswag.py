@@ -12,6 +12,7 @@ from nabench.sources._base import (
     check_answers,
     check_present,
     item_table,
+    native_ids,
     require_columns,
 )
 
@@ -51,8 +52,7 @@ class HellaSwag(Source):
         self, raw: pa.Table, *, config: str | None, split: str, seed: int, origin: str
     ) -> pa.Table:
         require_columns(raw, ("ind", "activity_label", "ctx", "endings", "label"), origin)
-        inds = raw.column("ind").to_pylist()
-        ids = [f"hellaswag/{split}/{int(i):05d}" for i in inds]
+        ids = [f"hellaswag/{split}/{int(i):05d}" for i in native_ids(raw, "ind", origin)]
         check_present(ids, raw.column("activity_label"), "activity_label", origin)
         labels = raw.column("label").to_pylist()
         if any(lab is None or str(lab).strip() == "" for lab in labels):

@@ -3,12 +3,21 @@ quarantine reason) saying what is wrong with the input, never a misleading one."
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from safety_helpers import Run, build_args, copy_arc_source, nabench, write_recipe
+from safety_helpers import (
+    Run,
+    build_args,
+    copy_arc_source,
+    nabench,
+    nabench_process,
+    write_recipe,
+)
 
 ABCD = ["A", "B", "C", "D"]
 
@@ -158,3 +167,51 @@ def test_export_of_a_missing_folder_says_it_does_not_exist(
     line = _one_error(nabench("export", "lm-eval", name, "--out", str(out)))
     assert line == f"error: build folder {name!r} does not exist{suffix}", line
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("value", "what"), [(None, "null"), ("  ", "blank")])
+def test_an_arc_row_without_an_id_is_refused(
+    arc_dir: Path, tmp_path: Path, value: str | None, what: str
+) -> None:
+    """One null id was built and validated as the item `arc_challenge/test/None` (two said
+    "id ... is repeated")."""
+
+    def no_id(rows: list[dict[str, object]]) -> None:
+        rows[3]["id"] = value
+
+    source = copy_arc_source(arc_dir, tmp_path / "arc", no_id)
+    out = tmp_path / "out"
+    line = _one_error(nabench(*build_args(source, out, "--labels", "none"), "arc-na"))
+    assert f"row 3 (counting from 0): 'id' is {what}" in line, line
+    assert not out.exists()
+
+
+def test_a_hellaswag_row_without_an_ind_is_refused(hellaswag_dir: Path, tmp_path: Path) -> None:
+    """A null `ind` was `internal error: TypeError`."""
+    source = tmp_path / "hs"
+    shutil.copytree(hellaswag_dir, source)
+    path = source / "data" / "validation-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    inds = table.column("ind").to_pylist()
+    inds[1] = None
+    i = table.schema.get_field_index("ind")
+    pq.write_table(table.set_column(i, "ind", pa.array(inds, table.schema.field(i).type)), path)
+    out = tmp_path / "out"
+    args = ["build", "hellaswag-na", "--source", str(source), "--out", str(out), "--quiet"]
+    line = _one_error(nabench(*args, "--split", "validation", "--labels", "none"))
+    assert "row 1 (counting from 0): 'ind' is null" in line, line
+    assert not out.exists()
+
+
+def test_export_of_a_hub_id_asks_the_hub_where_a_folder_of_its_org_exists(
+    tmp_path: Path,
+) -> None:
+    """`nabench/mmlu-na` run beside a `nabench/` folder (the package) is the Hub id, not a
+    missing folder (offline here, so the Hub's own error)."""
+    (tmp_path / "nabench").mkdir()
+    run = nabench_process(
+        "export", "lm-eval", "nabench/mmlu-na", "--out", str(tmp_path / "tasks"),
+        cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    line = _one_error(run)
+    assert "does not exist" not in line and "the Hub" in line, line

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
-from nabench.core.portable import missing_local_path
+from nabench.core.portable import is_local_path
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
     GEN_TEMPLATE,
@@ -52,7 +52,9 @@ def resolve_lm_eval_source(
         return LmEvalSpec.from_manifest(read_manifest_file(path / MANIFEST)), LocalData(
             path.resolve()
         )
-    if missing_local_path(str(build)):  # `/nonexistent` is no Hub id to ask the Hub about
+    # `/nonexistent` is no Hub id to ask the Hub about; `ORG/NAME` is one, even where a
+    # folder ORG exists here (the org `nabench` beside the package folder `nabench/`)
+    if is_local_path(str(build)) or str(build).count("/") != 1:
         no_id = " and is no Hub id (ORG/NAME)" if str(build).count("/") != 1 else ""
         raise NabenchError(f"build folder {str(build)!r} does not exist{no_id}")
     if str(build).count("/") != 1:
