@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nabench.audit.patterns import flag_options, normalise
+from nabench.audit.patterns import flag_options_and_phrases, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
 from nabench.schemas.redux import REDUX_REASONS
 from nabench.schemas.tables import EXCLUDED_ARROW
@@ -69,9 +69,8 @@ def audit_items(
     # A null element is an empty option, not a crash further down the pipeline.
     empty = as_bool_mask(pc.or_kleene(pc.is_null(flat), pc.equal(normalise(flat), "")))
     phrases = {"has_none_option": tuple(na_texts), "has_all_option": tuple(all_texts)}
-    option_flags = flag_options(flat)
-    with_texts = flag_options(flat, phrases)
-    inserted = np.logical_or.reduce([with_texts[r] & ~option_flags[r] for r in phrases])
+    option_flags, phrase_hits = flag_options_and_phrases(flat, phrases)
+    inserted = np.logical_or.reduce([phrase_hits[r] & ~option_flags[r] for r in phrases])
     flags = {
         # A null or blank question, or a null choice element, is a malformed source row:
         # quarantined, and never compared or perturbed (a null would fail the whole build;

@@ -176,16 +176,29 @@ def flag_options(
 ) -> dict[str, np.ndarray]:
     """Per reason, which options are flagged: a pattern matches, or (per reason) the option
     equals one of `phrases` (the texts a recipe inserts) after normalisation."""
+    patterns, hits = flag_options_and_phrases(options, phrases or {})
+    return {reason: mask | hits[reason] for reason, mask in patterns.items()}
+
+
+def flag_options_and_phrases(
+    options: pa.Array, phrases: Mapping[str, Iterable[str]]
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(per reason, which options a pattern flags; per reason, which equal one of `phrases`
+    after normalisation), from one pass over the options."""
     idx, entries = _CACHE.index(_flat_strings(options))
-    folded = entries.folded.take(pa.array(idx))
+    patterns = {reason: entries.flags[reason][idx] for reason in PATTERN_REASONS}
+    return patterns, _phrase_hits(entries.folded.take(pa.array(idx)), phrases)
+
+
+def _phrase_hits(folded: pa.Array, phrases: Mapping[str, Iterable[str]]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for reason in PATTERN_REASONS:
-        mask = entries.flags[reason][idx]
-        extra = sorted({normalise_text(t) for t in (phrases or {}).get(reason, ())})
+        extra = sorted({normalise_text(t) for t in phrases.get(reason, ())})
+        hit = np.zeros(len(folded), dtype=bool)
         if extra:
-            hit = pc.is_in(folded, value_set=pa.array(extra, pa.string()))
-            mask |= np.asarray(hit.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-        out[reason] = mask
+            found = pc.is_in(folded, value_set=pa.array(extra, pa.string()))
+            hit |= np.asarray(found.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        out[reason] = hit
     return out
 
 
