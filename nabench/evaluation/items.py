@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from nabench.core.errors import NabenchError
 from nabench.evaluation.prompts import LETTERS
 from nabench.evaluation.strategies import ItemBatch
-from nabench.sources.sample import stratified_sample
+from nabench.sources.sample import check_sample_size, stratified_sample
 
 __all__ = ["EvalItems", "RowKind", "build_items"]
 
@@ -112,11 +112,7 @@ def sample_rows(df: pd.DataFrame, n: int, config: str) -> pd.DataFrame:
     config of a build samples the same source items and stays paired with `original`."""
     key = "item_id" if "item_id" in df.columns else "id"
     first = df.drop_duplicates(key)
-    if n > len(first):  # all of them is not a sample, and the run would say "sample: n"
-        raise NabenchError(
-            f"--sample {n} is more than the {len(first)} items of config {config}: use a "
-            "smaller --sample, or none to evaluate them all"
-        )
+    check_sample_size(n, len(first), f"items of config {config}", "evaluate")
     ids = first[key].astype(str).tolist()
     positions = stratified_sample(ids, list(_subjects(first)), n, EVAL_SAMPLE_SEED)
     chosen = {ids[i] for i in positions}

@@ -183,7 +183,8 @@ def preparing(
     counts = {"checked": 0, "exact": 0, "normalised_only": 0}
     location = options.source or recipe.source.hub_id
     usable = 0
-    for split in options.splits or recipe.source.splits:
+    splits = options.splits or recipe.source.splits
+    for split in splits:
         loaded = load_split(source, recipe, location, split, recipe.source.config, seed)
         items = loaded.items if options.limit is None else loaded.items.slice(0, options.limit)
         sources[split] = split_record(loaded, items)
@@ -202,7 +203,6 @@ def preparing(
             per_builder[b.config_name].append(b.build(columns, seed))
         yield Step("perturb", split)
     # the splits are pooled into one `train` split: only a pool with no usable item is empty
-    splits = options.splits or recipe.source.splits
     require_items(" + ".join(splits), usable, pa.concat_tables(excluded))
     variants = [pa.concat_tables(tables) for tables in per_builder.values()]
     return Prepared(variants, pa.concat_tables(excluded), sources, counts)

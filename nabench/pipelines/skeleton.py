@@ -19,7 +19,7 @@ from nabench.core.errors import NabenchError
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import Protocol, get_protocol
 from nabench.sources import LoadedSplit, Source
-from nabench.sources.sample import select_items
+from nabench.sources.sample import check_sample_size, select_items
 from nabench.stage.cards import size_category
 from nabench.stage.hub_layout import StagedTable, manifest_header, row_counts
 
@@ -162,15 +162,13 @@ def audited_selection(
     whole split's audit is every builder's donor pool, so partial builds borrow what the full
     build does."""
     whole = audit(items)
-    usable = whole.eligible.num_rows  # none at all: `require_items` says why, per reason
-    if sample is not None and limit is None and sample > usable > 0 and not rebuild:
-        raise NabenchError(
-            f"--sample {sample} is more than the {usable} items of split "
-            f"{split} that pass the eligibility audit: use a smaller --sample, or none to "
-            "build them all"
-        )
-    if sample is not None and limit is None and usable == 0:  # the whole audit, to report
-        return whole.eligible, whole, whole
+    if sample is not None and limit is None:
+        usable = whole.eligible.num_rows
+        if usable == 0:  # nothing to sample: the whole audit, so `require_items` says why
+            return whole.eligible, whole, whole
+        if not rebuild:
+            what = f"items of split {split} that pass the eligibility audit"
+            check_sample_size(sample, usable, what, "build")
     if limit is not None or sample is None:
         used = select_items(items, limit=limit, sample=sample, seed=seed)
         return used, (whole if used.num_rows == items.num_rows else audit(used)), whole

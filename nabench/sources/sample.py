@@ -67,6 +67,16 @@ def stratified_sample(
     return np.array(sorted(picked), dtype=np.int64)
 
 
+def check_sample_size(n: int, available: int, what: str, verb: str) -> None:
+    """A sample is of fewer items than there are: `--sample N` over M <= N items would be
+    all of them under the name of a sample (and the card or run would say "sample of N")."""
+    if n > available:
+        raise NabenchError(
+            f"--sample {n} is more than the {available} {what}: use a smaller --sample, or "
+            f"none to {verb} them all"
+        )
+
+
 def select_items(
     items: pa.Table, *, limit: int | None = None, sample: int | None = None, seed: int = 0
 ) -> pa.Table:

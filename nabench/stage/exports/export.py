@@ -54,11 +54,10 @@ def resolve_lm_eval_source(
         )
     # `/nonexistent` is no Hub id to ask the Hub about; `ORG/NAME` is one, even where a
     # folder ORG exists here (the org `nabench` beside the package folder `nabench/`)
-    if is_local_path(str(build)) or str(build).count("/") != 1:
-        no_id = " and is no Hub id (ORG/NAME)" if str(build).count("/") != 1 else ""
+    hub_id = str(build).count("/") == 1
+    if is_local_path(str(build)) or not hub_id:
+        no_id = "" if hub_id else " and is no Hub id (ORG/NAME)"
         raise NabenchError(f"build folder {str(build)!r} does not exist{no_id}")
-    if str(build).count("/") != 1:
-        raise NabenchError(f"{build}: neither a build folder nor a Hub id (ORG/NAME)")
     manifest = _hub_manifest(str(build), revision)
     spec = LmEvalSpec.from_manifest(manifest)
     return spec, HubData(str(build), revision or f"v{spec.version.removeprefix('v')}")
