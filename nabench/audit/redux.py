@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from nabench.audit.patterns import normalise
 from nabench.core.errors import SourceError
+from nabench.core.portable import require_location
 from nabench.schemas.kinds import arrow_schema
 from nabench.schemas.redux import ERROR_TYPES, REDUX_OPTIONAL, REDUX_REQUIRED, ReduxSpec
 from nabench.sources import read_split, require_columns
@@ -43,6 +44,7 @@ def load_redux(spec: ReduxSpec, subjects: Iterable[str]) -> ReduxRows:
     """Read Redux for `subjects`: per subject config of a Hub id or Hub-layout folder, or
     `<subject>/*.parquet|*.jsonl` of a plain folder."""
     wanted = sorted(set(subjects))
+    require_location(spec.location, SourceError, "audit.redux: ")
     path = Path(spec.location).expanduser()
     if path.is_dir() and not (path / "README.md").is_file():
         available = {p.name for p in path.iterdir() if p.is_dir()}

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nabench.core.errors import NabenchError
+
 LOCAL_PREFIX = "local:"
 # What makes a string a path on this machine rather than an id: absolute (POSIX or a Windows
 # drive), home-relative, or relative to the current folder.
@@ -74,10 +76,17 @@ def portable_text(text: str, replaced: Mapping[str, str], root: Path | None = No
 
 def missing_local_path(value: str) -> bool:
     """Whether `value` was meant as a local path that does not exist (so it must fail at once,
-    not as a Hub id after the client's retries): it looks like a path, cannot be a Hub id
-    (`ORG/NAME`, one slash), or starts with a folder that exists here (`build/nope`)."""
-    path = Path(value).expanduser()
-    if path.exists():
+    not as a Hub id after the client's retries): no file or folder here, and no Hub id: it looks
+    like a path (`./x`, `/x`, `~/x`) or is not `ORG/NAME` (one slash). `ORG/NAME` is the Hub's
+    even where a folder ORG exists here (the org `nabench` beside the package folder `nabench/`;
+    `./ORG/NAME` names the folder)."""
+    if Path(value).expanduser().exists():
         return False
-    first = value.split("/", 1)[0]
-    return is_local_path(value) or value.count("/") != 1 or bool(first and Path(first).is_dir())
+    return is_local_path(value) or value.count("/") != 1
+
+
+def require_location(value: str, error: type[NabenchError] = NabenchError, where: str = "") -> None:
+    """Every command's one rule and one message for a location (`--source`, a build folder,
+    a Redux location) that is neither here nor a Hub id; `where` names a recipe's field."""
+    if missing_local_path(value):
+        raise error(f"{where}{value!r} does not exist here and is no Hub id (ORG/NAME)")

@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from nabench.core.errors import NabenchError
-from nabench.core.portable import missing_local_path
+from nabench.core.portable import require_location
 from nabench.evaluation.items import EvalItems, build_items, sample_rows
 from nabench.evaluation.outputs import score_outputs, summarise, write_config_results
 from nabench.evaluation.producers import (
@@ -171,8 +171,7 @@ def protocol_options(options: EvalOptions, protocol: Protocol | None) -> EvalOpt
 
 def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -> list[str]:
     """The configs to evaluate: ``requested``, or every evaluable config of the dataset."""
-    if missing_local_path(dataset):
-        raise NabenchError(f"{dataset}: no such build folder (and not a Hub dataset id ORG/NAME)")
+    require_location(dataset)
     import datasets  # heavy: only when a dataset is read
 
     refused = [c for c in requested if c in REFUSED_CONFIGS]

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from nabench.core.arrow import repeated_values
 from nabench.core.errors import SourceError
-from nabench.core.portable import missing_local_path
+from nabench.core.portable import require_location
 from nabench.schemas.tables import ITEM_ARROW
 
 _FILE_BUILDERS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "json", ".json": "json"}
@@ -98,6 +98,7 @@ def read_split(
     """
     import datasets
 
+    require_location(location, SourceError)
     path = Path(location).expanduser()
     data_files: list[Path] = []
     try:
@@ -117,8 +118,6 @@ def read_split(
             ds = builder.as_dataset(split=split)
             resolved = builder.config.data_files or {}
             data_files = [Path(str(f)) for f in resolved.get(split, [])]
-        elif missing_local_path(location):
-            raise SourceError(f"source path {location!r} does not exist")
         else:
             ds = datasets.load_dataset(
                 location, config, split=split, revision=revision, token=os.environ.get("HF_TOKEN")

@@ -136,9 +136,7 @@ def test_export_cli_writes_the_same_tasks_and_refuses_bad_input(
             }
         assert exported[name] == task, name
     bad = runner.invoke(main, ["export", "lm-eval", str(tmp_path / "nope"), "--out", "x"])
-    assert bad.exit_code != 0 and f"build folder {str(tmp_path / 'nope')!r} does not exist" in (
-        bad.output
-    )
+    assert bad.exit_code != 0 and f"{str(tmp_path / 'nope')!r} does not exist here" in bad.output
     rev = runner.invoke(main, ["export", "lm-eval", str(mmlu_na), "--revision", "v1", "--out", "x"])
     assert rev.exit_code != 0 and "--revision applies to a Hub id" in rev.output
 

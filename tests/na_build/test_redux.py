@@ -151,10 +151,17 @@ def test_bad_redux_rows_are_one_line_errors(
     assert not (tmp_path / "out").exists()
 
 
-def test_a_missing_redux_location_is_a_clear_error(tmp_path: Path, mmlu_dir: Path) -> None:
-    spec = ReduxSpec(location=str(tmp_path / "nowhere"))
-    with pytest.raises(NabenchError, match=r"audit\.redux: cannot read"):
-        _build(mmlu_dir, tmp_path / "out", spec)
+@pytest.mark.parametrize("where", ["absolute", "./relative"])
+def test_a_missing_redux_location_is_a_clear_error(
+    tmp_path: Path, mmlu_dir: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The one missing-location message of every command (`./nowhere` asked the Hub)."""
+    monkeypatch.chdir(tmp_path)
+    location = str(tmp_path / "nowhere") if where == "absolute" else "./nowhere"
+    message = f"audit.redux: {location!r} does not exist here and is no Hub id (ORG/NAME)"
+    with pytest.raises(NabenchError) as info:
+        _build(mmlu_dir, tmp_path / "out", ReduxSpec(location=location))
+    assert str(info.value) == message
 
 
 def test_contributions_check_against_a_release_holding_redux(

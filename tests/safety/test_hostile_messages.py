@@ -153,22 +153,6 @@ def test_publish_to_a_folder_inside_a_repository_is_refused(
     assert list(sub.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    ("name", "suffix"),
-    [("/nabench-no-such-build", ""), ("no-such-build", " and is no Hub id (ORG/NAME)")],
-)
-def test_export_of_a_missing_folder_says_it_does_not_exist(
-    tmp_path: Path, name: str, suffix: str
-) -> None:
-    """`export lm-eval /nonexistent` was sent to the Hub as a repo id (one slash) and printed
-    the Hub client's repo-id rules."""
-    assert not Path(name).exists()
-    out = tmp_path / "tasks"
-    line = _one_error(nabench("export", "lm-eval", name, "--out", str(out)))
-    assert line == f"error: build folder {name!r} does not exist{suffix}", line
-    assert not out.exists()
-
-
 @pytest.mark.parametrize(("value", "what"), [(None, "null"), ("  ", "blank")])
 def test_an_arc_row_without_an_id_is_refused(
     arc_dir: Path, tmp_path: Path, value: str | None, what: str
@@ -203,15 +187,42 @@ def test_a_hellaswag_row_without_an_ind_is_refused(hellaswag_dir: Path, tmp_path
     assert not out.exists()
 
 
-def test_export_of_a_hub_id_asks_the_hub_where_a_folder_of_its_org_exists(
+def _location_args(command: str, location: str, tmp_path: Path) -> list[str]:
+    """`build`, `eval` or `export lm-eval` of `location` (its --source / DATASET / BUILD)."""
+    out = str(tmp_path / f"out-{command}")
+    if command == "build":
+        return ["build", "mmlu-na", "--source", location, "--labels", "none", "--out", out]
+    if command == "eval":
+        return ["eval", location, "--backend", "reference", "--model", "oracle", "--out", out]
+    return ["export", "lm-eval", location, "--out", out]
+
+
+@pytest.mark.parametrize("location", ["./org/name", "/nabench-no-such-build", "no-such-build"])
+def test_every_command_says_a_missing_folder_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, location: str
+) -> None:
+    """A missing folder was "source path ... does not exist" (build), "...: no such build
+    folder (and not a Hub dataset id ORG/NAME)" (eval) and "build folder ... does not exist"
+    with or without " and is no Hub id (ORG/NAME)" (export): three rules, three messages."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org").mkdir()
+    for command in ("build", "eval", "export"):
+        line = _one_error(nabench(*_location_args(command, location, tmp_path)))
+        assert line == f"error: {location!r} does not exist here and is no Hub id (ORG/NAME)", (
+            command,
+            line,
+        )
+        assert not (tmp_path / f"out-{command}").exists()
+
+
+def test_every_command_asks_the_hub_for_org_name_where_a_folder_org_exists(
     tmp_path: Path,
 ) -> None:
-    """`nabench/mmlu-na` run beside a `nabench/` folder (the package) is the Hub id, not a
-    missing folder (offline here, so the Hub's own error)."""
+    """`ORG/NAME` beside a folder `ORG` (the org `nabench` beside the package folder) is a Hub
+    id for every command: build and eval refused it as a missing folder, export asked the Hub."""
     (tmp_path / "nabench").mkdir()
-    run = nabench_process(
-        "export", "lm-eval", "nabench/mmlu-na", "--out", str(tmp_path / "tasks"),
-        cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"},
-    )  # fmt: skip
-    line = _one_error(run)
-    assert "does not exist" not in line and "the Hub" in line, line
+    for command in ("build", "eval", "export"):
+        args = _location_args(command, "nabench/mmlu-na", tmp_path)
+        line = _one_error(nabench_process(*args, cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"}))
+        assert "does not exist" not in line and "no such" not in line, (command, line)
+        assert "the Hub" in line, (command, line)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
-from nabench.core.portable import is_local_path
+from nabench.core.portable import require_location
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
     GEN_TEMPLATE,
@@ -52,12 +52,7 @@ def resolve_lm_eval_source(
         return LmEvalSpec.from_manifest(read_manifest_file(path / MANIFEST)), LocalData(
             path.resolve()
         )
-    # `/nonexistent` is no Hub id to ask the Hub about; `ORG/NAME` is one, even where a
-    # folder ORG exists here (the org `nabench` beside the package folder `nabench/`)
-    hub_id = str(build).count("/") == 1
-    if is_local_path(str(build)) or not hub_id:
-        no_id = "" if hub_id else " and is no Hub id (ORG/NAME)"
-        raise NabenchError(f"build folder {str(build)!r} does not exist{no_id}")
+    require_location(str(build))
     manifest = _hub_manifest(str(build), revision)
     spec = LmEvalSpec.from_manifest(manifest)
     return spec, HubData(str(build), revision or f"v{spec.version.removeprefix('v')}")
