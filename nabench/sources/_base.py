@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -178,12 +179,25 @@ def _own_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
     try:
         if suffix == ".parquet":
             return pq.read_schema(f)
-        with pa_json.open_json(f) as reader:  # reads one block, not the file
-            return reader.schema
+        # The whole file (`datasets` has read it already): a column's type is that of every
+        # block, a null-only start included; the first block's alone hid a later change.
+        return pa_json.read_json(f).schema
     except (OSError, pa.ArrowException) as exc:
-        if suffix != ".parquet":
-            return _json_array_schema(f, names)  # not JSON Lines: `datasets` read it
-        raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
+        if suffix == ".parquet":
+            raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
+        changed = _JSON_TYPE_CHANGE.search(str(exc))
+        if changed:
+            name, kinds = changed.group(1), sorted(changed.group(2, 3))
+            raise SourceError(_two_types(f, name, kinds)) from None
+        return _json_array_schema(f, names)  # not JSON Lines: `datasets` read it
+
+
+# pyarrow's JSON Lines reader on a column whose values change type (nested: `/choices/[]`).
+_JSON_TYPE_CHANGE = re.compile(r"Column\(/([^/)]*)[^)]*\) changed from (\w+) to (\w+)")
+
+
+def _two_types(f: Path, name: str, kinds: Sequence[str]) -> str:
+    return f"{f}: column {name!r} holds values of more than one type ({', '.join(kinds)})"
 
 
 def _json_array_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
@@ -204,9 +218,7 @@ def _json_array_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
             fields.append(pa.field(name, pa.array([r.get(name) for r in records]).type))
         except pa.ArrowException:
             kinds = sorted({type(r[name]).__name__ for r in records if r.get(name) is not None})
-            raise SourceError(
-                f"{f}: column {name!r} holds values of more than one type ({', '.join(kinds)})"
-            ) from None
+            raise SourceError(_two_types(f, name, kinds)) from None
     return pa.schema(fields)
 
 

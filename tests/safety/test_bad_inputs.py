@@ -122,14 +122,18 @@ def test_numeric_choices_in_json_behind_a_card_are_refused(
     assert f"test-00000-of-00001{suffix}" in line and "int64" in line, line
 
 
-def _json_array_source(mmlu_dir: Path, dest: Path, edit: Callable[[int, dict], dict]) -> Path:
-    """The MMLU source as JSON arrays of records, `edit(i, record)` applied to each."""
+def _json_array_source(
+    mmlu_dir: Path, dest: Path, edit: Callable[[int, dict], dict], suffix: str = ".json"
+) -> Path:
+    """The MMLU source as JSON arrays of records (`.jsonl`: JSON Lines), `edit(i, record)`
+    applied to each."""
     (dest / "all").mkdir(parents=True)
     card = (mmlu_dir / "README.md").read_text(encoding="utf-8")
-    (dest / "README.md").write_text(card.replace(".parquet", ".json"), encoding="utf-8")
+    (dest / "README.md").write_text(card.replace(".parquet", suffix), encoding="utf-8")
     for path in sorted((mmlu_dir / "all").glob("*.parquet")):
         rows = [edit(i, r) for i, r in enumerate(pq.read_table(path).to_pylist())]
-        (dest / "all" / f"{path.stem}.json").write_text(json.dumps(rows))
+        text = "".join(json.dumps(r) + "\n" for r in rows) if suffix == ".jsonl" else None
+        (dest / "all" / f"{path.stem}{suffix}").write_text(text or json.dumps(rows))
     return dest
 
 
@@ -147,6 +151,32 @@ def test_a_json_array_column_of_two_types_is_refused_naming_it(
         ("build", *build_args(source, out, "--labels", "none")[1:], "mmlu-na"), out, "'answer'"
     )
     assert "more than one type" in line, line
+
+
+# Row 13,000 of MMLU test lies far past pyarrow's first JSON block (1 MiB, ~1,900 rows).
+_LATE_VALUES = {"question": 12345, "choices": [1, 2, 3, 4], "answer": "2"}
+
+
+@pytest.mark.parametrize("card", [True, False], ids=["behind-a-card", "one-file"])
+@pytest.mark.parametrize("column", sorted(_LATE_VALUES))
+def test_a_json_lines_column_changing_type_after_the_first_block_is_refused(
+    mmlu_dir: Path, tmp_path: Path, out: Path, column: str, card: bool
+) -> None:
+    """Only the first block's types were checked: behind a card, one number among the
+    questions made every question of the split its JSON text (`"Find the degree..."`, quotes
+    included) and one numeric choices list quoted 13,550 items' options, built without a
+    word; as one file the message was "found extension<arrow.json>"."""
+
+    def late(i: int, r: dict) -> dict:
+        return {**r, column: _LATE_VALUES[column]} if i == 13000 else r
+
+    source = _json_array_source(mmlu_dir, tmp_path / "late", late, ".jsonl")
+    test_file = source / "all" / "test-00000-of-00001.jsonl"
+    location = source if card else test_file
+    line = _refused(
+        ("build", *build_args(location, out, "--labels", "none")[1:], "mmlu-na"), out, repr(column)
+    )
+    assert f"{test_file}: column {column!r} holds values of more than one type" in line, line
 
 
 def test_a_null_subject_is_refused(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
