@@ -60,6 +60,15 @@ ARTIFACTS_CITATION = (
 )
 
 
+def artifact_reasons(
+    prompt_types: Iterable[str], reasons: Sequence[str] = ARTIFACT_REASONS
+) -> tuple[str, ...]:
+    """`reasons`, and `missing_question` where one of the prompts shows the question (an item
+    or example without one cannot be built into it; choices-only prompts need none)."""
+    shown = any(PROMPT_TYPES[name].shows_question for name in prompt_types)
+    return ("missing_question", *reasons) if shown else tuple(reasons)
+
+
 def audit_for_artifacts(items: pa.Table, reasons: Sequence[str] = ARTIFACT_REASONS) -> Audit:
     """The shared eligibility audit (no inserted texts), keeping only `reasons`."""
     audit = audit_items(items)
@@ -93,6 +102,7 @@ class ArtifactsBuild(KindBuild):
         if self.pool_config == recipe.source.config and fs.split in job.splits:
             raise NabenchError(f"few-shot split {fs.split!r} is also an evaluated split")
         self.text = artifacts_preset(job.protocol).text
+        self.reasons = artifact_reasons(recipe.prompt_types)
         self.steps_total = 2 * len(job.splits) + 2
         self.sources_meta: dict[str, Any] = {}
         self.excluded: list[pa.Table] = []
@@ -111,7 +121,7 @@ class ArtifactsBuild(KindBuild):
         for split, ls in loaded.items():
             items, audit, _ = audited_selection(
                 ls.items,
-                audit_for_artifacts,
+                functools.partial(audit_for_artifacts, reasons=self.reasons),
                 split=split,
                 limit=opts.limit,
                 sample=opts.sample,
@@ -171,7 +181,7 @@ def _fewshot_pool(
     record of it, less its use. With `exclude_eval_records`, a pool item whose source record
     is also evaluated is dropped, so no question is shown as its own example."""
     fs = recipe.fewshot
-    audit = audit_for_artifacts(loaded.items, POOL_REASONS)
+    audit = audit_for_artifacts(loaded.items, artifact_reasons(recipe.prompt_types, POOL_REASONS))
     pool = audit.eligible
     if fs.exclude_eval_records:
         # by the source's record (GPQA's configs nest); an MMLU id's last segment is a row

@@ -8,8 +8,10 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -181,3 +183,69 @@ def test_limit_and_strict(arc_dir: Path, tmp_path: Path) -> None:
                 progress=False,
             ),
         )
+
+
+def _blank_questions(mmlu_dir: Path, dest: Path, rows: dict[str, tuple[int, ...]]) -> Path:
+    """A copy of the real MMLU source whose `rows[split]` questions are blank ("", spaces, a
+    newline)."""
+    (dest / "all").mkdir(parents=True)
+    (dest / "README.md").write_bytes((mmlu_dir / "README.md").read_bytes())
+    for path in sorted((mmlu_dir / "all").glob("*.parquet")):
+        table = pq.read_table(path)
+        questions = table.column("question").to_pylist()
+        for n, row in enumerate(rows.get(path.name.split("-")[0], ())):
+            questions[row] = ("", "   ", " \n")[n % 3]
+        i = table.schema.get_field_index("question")
+        column = pa.array(questions, pa.string())
+        pq.write_table(table.set_column(i, "question", column), dest / "all" / path.name)
+    return dest
+
+
+def _configs(out: Path) -> dict[str, list[dict[str, object]]]:
+    return {p.parent.name: pq.read_table(p).to_pylist() for p in sorted(out.glob("*/*.parquet"))}
+
+
+def test_a_blank_question_is_quarantined_where_a_prompt_shows_the_question(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """Items without a question were built into every config (`Question: \nChoices:` in
+    `full`, the memorization and question-inference prompts; a dev example the same in every
+    5-shot prefix). Where a recipe's prompt shows the question they are excluded as
+    `missing_question` (every other row as built from the unedited source); a pool example
+    is not usable (MMLU's 5-shot of its subject is then one short, in one line); a
+    choices-only recipe keeps both."""
+    blank_test = (2, 5, 7)
+    recipe = load_recipe("mmlu-artifacts")
+    only = recipe.model_copy(update={"prompt_types": ["choices_only", "prior_choice"]})
+
+    def build(recipe_: object, src: Path, name: str) -> dict[str, list[dict[str, object]]]:
+        options = BuildOptions(source=str(src), out=tmp_path / name, limit=12, progress=False)
+        return _configs(build_artifacts(recipe_, options).out)  # type: ignore[arg-type]
+
+    source = _blank_questions(mmlu_dir, tmp_path / "src", {"test": blank_test})
+    blank, plain = build(recipe, source, "blank"), build(recipe, mmlu_dir, "plain")
+    ids = {f"mmlu/all/test/{r:05d}" for r in blank_test}
+    excluded = {r["id"]: r["reasons"] for r in blank["excluded"]}
+    assert {i: excluded.get(i) for i in ids} == {i: ["missing_question"] for i in ids}
+    assert [r for r in blank["excluded"] if r["id"] not in ids] == plain["excluded"]
+    assert blank["fewshot"] == plain["fewshot"]
+    for config in PROMPT_CONFIGS:  # per-choice configs: one row per option, of `item_id`
+        rest = [r for r in plain[config] if r.get("item_id", r["id"]) not in ids]
+        assert blank[config] == rest, config
+    kept = build(only, source, "choices-only")
+    assert ids <= {r["id"] for r in kept["choices_only"]}
+    assert ids <= {r["item_id"] for r in kept["prior_choice"]}
+    assert kept["excluded"] == plain["excluded"]
+    kept_plain = build(only, mmlu_dir, "choices-only-plain")["choices_only"]
+
+    def shown(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in r.items() if k != "question"} for r in rows]  # carried only
+
+    assert shown(kept["choices_only"]) == shown(kept_plain)
+
+    no_example = _blank_questions(mmlu_dir, tmp_path / "dev", {"dev": (0,)})  # abstract_algebra
+    options = BuildOptions(source=str(no_example), out=tmp_path / "dev-out", limit=12)
+    with pytest.raises(NabenchError, match=r"has 4 usable item\(s\) of subject 'abstract_alg"):
+        build_artifacts(recipe, replace(options, progress=False))
+    assert not (tmp_path / "dev-out").exists()
+    assert "mmlu/all/dev/00000" in {r["id"] for r in build(only, no_example, "dev-only")["fewshot"]}

@@ -117,6 +117,9 @@ class PromptType(ABC):
     description: ClassVar[str]
     stop: ClassVar[str]
     per_choice: ClassVar[bool] = False
+    # whether its prompts show an item's question (a test item's or a few-shot example's):
+    # an item without one cannot be built into them
+    shows_question: ClassVar[bool] = True
 
     @abstractmethod
     def build(self, test: Items, pool: Items, plan: FewShotPlan, seed: int) -> pa.Table:

@@ -20,6 +20,7 @@ class ChoicesOnly(LetterPrompt):
     config_name = "choices_only"
     description = "Options only: no question anywhere in the prompt (few-shot examples included)."
     stop = "\nChoices:"
+    shows_question = False
 
     def example(self, items: Items, row: int) -> str:
         return f"Choices:\n{items.block[row]}Answer: ({items.letter[row]})"

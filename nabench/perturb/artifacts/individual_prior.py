@@ -15,7 +15,6 @@ of True and False examples (see `_fewshot.prior_examples`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,10 +44,10 @@ class PriorChoice(PromptType):
     description = "One option at a time without the question; target True/False."
     stop = "\nChoice:"
     per_choice = True
-    with_question: ClassVar[bool] = False
+    shows_question = False
 
     def _q(self, items: Items, row: int) -> str | None:
-        return items.q[row] if self.with_question else None
+        return items.q[row] if self.shows_question else None
 
     def option_example(self, items: Items, row: int, choice: int, gold: bool) -> str:
         return prior_example(items.opts[row][choice], gold, self._q(items, row))
@@ -98,4 +97,4 @@ class PriorChoiceWithQuestion(PriorChoice):
     config_name = "prior_choice_with_question"
     description = "One option at a time after the question; target True/False."
     stop = "\nQuestion:"
-    with_question = True
+    shows_question = True
