@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from testdeps import olah_python, require  # noqa: F401 - the helpers live in tests/testdeps.py
+
+# Where PYTHONDONTWRITEBYTECODE is set (this machine sets it), pytest would rewrite the asserts
+# of every test module again at each collection, in each xdist worker: 14 s CPU for the
+# fast lane's modules against 7 s with the cache. Test modules are imported after this
+# conftest, so their rewritten bytecode is cached (in the gitignored __pycache__ folders).
+sys.dont_write_bytecode = False
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
