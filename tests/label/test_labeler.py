@@ -28,7 +28,7 @@ from nabench.sources import get_source
 # Real model / git + server runs (the fast loop is `pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
 
-N_ITEMS = 6  # real model calls: enough for mechanics, small for CI time
+N_ITEMS = 4  # real model calls: enough for mechanics, small for CI time
 N_KILLED = 10  # the kill -9 test (scripted answers): room for a kill mid-run
 
 

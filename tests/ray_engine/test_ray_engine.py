@@ -1,4 +1,5 @@
-"""`--engine ray`: labeling through Ray Data LLM's HTTP processor on a local 2-CPU cluster.
+"""`--engine ray`: labeling through Ray Data LLM's HTTP processor on a 2-CPU cluster (the
+session's, joined with `--ray-address`, or one the command starts itself).
 
 What is checked is what a researcher relies on: the labels equal the in-process engine's for
 the same model and requests, against two real llama.cpp servers (SmolLM2) on loopback; a
@@ -80,15 +81,15 @@ def _labels(path: Path) -> list[dict[str, Any]]:
 
 
 def test_ray_labels_equal_local_and_rerun_is_free(
-    endpoints: tuple[str, str], mmlu_dir: Path, tmp_path: Path
+    endpoints: tuple[str, str], ray_address: str, mmlu_dir: Path, tmp_path: Path
 ) -> None:
-    # 8 items: two Ray batches of 4, one per server (the kill and outage tests use 14)
+    # 8 items: two Ray batches of 4, one per server. The Ray runs join the session's
+    # cluster (`--ray-address`); the kill test below starts the driver's own.
     first, second = endpoints
     local_out, ray_out = tmp_path / "local.parquet", tmp_path / "ray.parquet"
     local = _run(_label_cmd(mmlu_dir, local_out, tmp_path / "local.sqlite", first, limit=8))
-    ray_cmd = _label_cmd(
-        mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *_ray_flags(first, second), limit=8
-    )
+    ray_flags = [*_ray_flags(first, second), "--ray-address", ray_address]
+    ray_cmd = _label_cmd(mmlu_dir, ray_out, tmp_path / "ray.sqlite", first, *ray_flags, limit=8)
     ray = _run(ray_cmd)
     assert local["n"] == ray["n"] == 8  # the first 8 MMLU test items are all eligible
     assert ray["calls"] >= ray["n"] and ray["cache_hits"] == 0
