@@ -10,6 +10,9 @@ import pytest
 from publish_helpers import build_mmlu
 
 from nabench.pipelines.rebuild import compare_with_rebuild
+from nabench.pipelines.registry import load_recipe, run_recipe
+from nabench.pipelines.skeleton import BuildOptions, BuildResult
+from nabench.publish.plan import RemoteState, make_plan
 from nabench.schemas.manifest import read_manifest_file
 from nabench.stage.cards import finalize_card, parse_changelog, split_front_matter
 
@@ -158,3 +161,67 @@ def test_an_alias_bomb_in_the_previous_card_is_refused(staged_v1: Path) -> None:
                          previous_readme=previous)  # fmt: skip
     meta, _ = split_front_matter(card)
     assert meta["paperswithcode_id"] == meta["other"] == "mmlu-na"
+
+
+def build_arc(arc_dir: Path, out: Path, version: str, limit: int, *sets: str) -> BuildResult:
+    """arc-na from the real ARC rows as `version`, the first `limit` items, `--set` overrides."""
+    recipe = load_recipe("arc-na", [f"version={version}", *sets])
+    options = BuildOptions(source=str(arc_dir), out=out, labels="none", limit=limit, progress=False)
+    return run_recipe(recipe, options)
+
+
+TWO_VARIANTS = "variants=[{kind: original}, {kind: na_keyed, na_texts: [None of the above]}]"
+
+
+def test_a_rebuild_of_the_same_version_rewrites_its_changelog_entry(
+    tmp_path: Path, arc_dir: Path
+) -> None:
+    """1.0.0 (12 rows), 1.1.0 (30 rows, three configs dropped), 1.1.0 again (50 rows, all
+    configs): the 1.1.0 entry describes the last build, not the one it replaced; 1.0.0's
+    counts are gone with its build.json, so no "from" figure and no config diff is given."""
+    out = tmp_path / "out"
+    build_arc(arc_dir, out, "1.0.0", 12)
+    build_arc(arc_dir, out, "1.1.0", 30, TWO_VARIANTS)
+    first = parse_changelog((out / "README.md").read_text())["1.1.0"]
+    assert "- `original/test`: 12 → 30 rows." in first  # a different version: compared
+    assert "Configs removed: `na_distractor`, `na_mixed`, `all_of_the_above`." in first
+    build_arc(arc_dir, out, "1.1.0", 50)
+    card = (out / "README.md").read_text()
+    entries = parse_changelog(card)
+    assert list(entries) == ["1.1.0", "1.0.0"]
+    assert "First release." in entries["1.0.0"]
+    entry = entries["1.1.0"]
+    counts = read_manifest_file(out / "build.json").counts
+    assert counts["original"]["test"] == 50
+    for config, splits in counts.items():
+        for split, n in splits.items():
+            assert f"- `{config}/{split}`: {n} rows." in entry
+    assert "→" not in entry and "Configs" not in entry and "12" not in entry
+    assert "not compared with the previous release" in entry
+
+
+def test_publishing_rewrites_the_entry_against_the_targets_release(
+    tmp_path: Path, arc_dir: Path
+) -> None:
+    """A build of 1.1.0 made over a local 1.0.0 (12 rows) published where 1.0.0 has 20:
+    the entry compares with the target's build.json when it has one, and otherwise gives
+    this build's counts, never the local folder's "12 → 30"."""
+    build_arc(arc_dir, tmp_path / "remote", "1.0.0", 20)
+    remote_card = (tmp_path / "remote" / "README.md").read_text()
+    remote_manifest = read_manifest_file(tmp_path / "remote" / "build.json")
+    staged = tmp_path / "staged"
+    build_arc(arc_dir, staged, "1.0.0", 12)
+    build_arc(arc_dir, staged, "1.1.0", 30)
+    assert "12 → 30" in parse_changelog((staged / "README.md").read_text())["1.1.0"]
+
+    def published(remote: RemoteState) -> str:
+        plan = make_plan(staged, "org/arc-na", remote=remote)
+        card = next(f for f in plan.adds if f.path == "README.md").content.decode()
+        return parse_changelog(card)["1.1.0"]
+
+    files = ("README.md", "build.json")
+    known = published(RemoteState("a" * 40, files, readme=remote_card, manifest=remote_manifest))
+    assert "- `original/test`: 20 → 30 rows." in known
+    unknown = published(RemoteState("a" * 40, files[:1], readme=remote_card))
+    assert "→" not in unknown and "12" not in unknown and "First release." not in unknown
+    assert "- `original/test`: 30 rows." in unknown

@@ -65,14 +65,24 @@ def parse_changelog(readme: str | None) -> dict[str, str]:
     return out
 
 
-def changelog_entry(version: str, manifest: Manifest, previous: Manifest | None) -> str:
-    """What this release changes relative to the previous release's manifest."""
+def changelog_entry(
+    version: str, manifest: Manifest, previous: Manifest | None, *, first: bool = True
+) -> str:
+    """What this release changes relative to the previous release's manifest. Without one,
+    a `first` release says so; a later one gives its own counts, compared with nothing."""
     lines = [
         f"- Built with nabench {manifest.nabench_version} from recipe "
         f"`{manifest.recipe_name}` v{manifest.recipe_version} (seed {manifest.seed})."
     ]
     if previous is None:
-        lines.append("- First release.")
+        if first:
+            lines.append("- First release.")
+            return "\n".join(lines)
+        for cfg, splits in manifest.counts.items():
+            lines += [f"- `{cfg}/{split}`: {n} rows." for split, n in splits.items()]
+        lines.append(
+            "- Changes not compared with the previous release: its build.json is not at hand."
+        )
         return "\n".join(lines)
     old, new = previous.counts, manifest.counts
     added = [c for c in new if c not in old]
@@ -181,7 +191,13 @@ def finalize_parts(
     entries = parse_changelog(body)
     for old_version, text in parse_changelog(previous_readme).items():
         entries.setdefault(old_version, text)
-    if previous_manifest is not None or version not in entries:
-        entries[version] = changelog_entry(version, manifest, previous_manifest)
+    # This version's entry is this build's: written against the previous card's release (its
+    # manifest: a build of another version in `out`, the target's build.json) where that is
+    # known, from this build alone where it is not. A previous card's entry for it is never
+    # kept: it describes the build this one replaces. Only this card's own (written by the
+    # build when its baseline was at hand) stands when there is no previous card at all.
+    if previous_manifest is not None or previous_readme or version not in entries:
+        first = all(v == version for v in entries)
+        entries[version] = changelog_entry(version, manifest, previous_manifest, first=first)
     body = _replace(body, CHANGELOG, render_changelog(entries))
     return with_front_matter(metadata, body)
