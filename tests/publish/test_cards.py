@@ -14,7 +14,12 @@ from nabench.pipelines.registry import load_recipe, run_recipe
 from nabench.pipelines.skeleton import BuildOptions, BuildResult
 from nabench.publish.plan import RemoteState, make_plan
 from nabench.schemas.manifest import read_manifest_file
-from nabench.stage.cards import finalize_card, parse_changelog, split_front_matter
+from nabench.stage.cards import (
+    finalize_card,
+    parse_changelog,
+    split_front_matter,
+    with_front_matter,
+)
 
 
 def _labels_file(tmp_path: Path, mmlu_dir: Path, n: int) -> Path:
@@ -225,3 +230,29 @@ def test_publishing_rewrites_the_entry_against_the_targets_release(
     unknown = published(RemoteState("a" * 40, files[:1], readme=remote_card))
     assert "→" not in unknown and "12" not in unknown and "First release." not in unknown
     assert "- `original/test`: 30 rows." in unknown
+
+
+def test_nabench_tags_are_regenerated_and_hand_added_ones_kept(
+    tmp_path: Path, arc_dir: Path, mmlu_dir: Path
+) -> None:
+    """A recipe whose source changes: the old source's tag is nabench's, and goes; a tag
+    and a key a maintainer added by hand stay."""
+    out = tmp_path / "out"
+    build_arc(arc_dir, out, "1.0.0", 12)
+    metadata, body = split_front_matter((out / "README.md").read_text())
+    assert "arc_challenge" in metadata["tags"]
+    metadata["tags"].append("hand-added-tag")
+    metadata["paperswithcode_id"] = "hand-added-id"
+    (out / "README.md").write_text(with_front_matter(metadata, body))
+    mmlu = "source={dataset: mmlu, hub_id: cais/mmlu, config: all, splits: [test]}"
+    recipe = load_recipe("arc-na", ["version=1.1.0", mmlu])
+    run_recipe(
+        recipe,
+        BuildOptions(source=str(mmlu_dir), out=out, labels="none", limit=12, progress=False),
+    )
+    metadata, _ = split_front_matter((out / "README.md").read_text())
+    assert metadata["tags"] == [
+        "nabench", "none-of-the-above", "perturbation", "mmlu", "hand-added-tag"
+    ]  # fmt: skip
+    assert metadata["paperswithcode_id"] == "hand-added-id"
+    assert metadata["source_datasets"] == ["cais/mmlu"]
