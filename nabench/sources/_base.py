@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -151,7 +150,7 @@ def _check_file_types(data_files: Sequence[Path], table: pa.Table) -> None:
     """A card's `dataset_info` makes `datasets` cast the data files' columns to its features:
     choices stored as numbers [1, 2, 3, 4] were built as the options '1'..'4' of every item.
     Each data file's own column types are checked against what was loaded: a parquet file's
-    footer, a JSON Lines file's types as Arrow infers them from its first block."""
+    footer, a JSON file's types as Arrow infers them from the whole file."""
     loaded = table.schema
     for f in data_files:
         own = _own_schema(f, loaded.names)
@@ -185,30 +184,40 @@ def _own_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
     except (OSError, pa.ArrowException) as exc:
         if suffix == ".parquet":
             raise SourceError(f"{f}: not a readable parquet file ({exc})") from None
-        changed = _JSON_TYPE_CHANGE.search(str(exc))
-        if changed:
-            name, kinds = changed.group(1), sorted(changed.group(2, 3))
-            raise SourceError(_two_types(f, name, kinds)) from None
-        return _json_array_schema(f, names)  # not JSON Lines: `datasets` read it
-
-
-# pyarrow's JSON Lines reader on a column whose values change type (nested: `/choices/[]`).
-_JSON_TYPE_CHANGE = re.compile(r"Column\(/([^/)]*)[^)]*\) changed from (\w+) to (\w+)")
+    # pyarrow refused the file (a JSON array; a column changing type; a list after a null
+    # start): each column the source loaded is typed from all its records instead.
+    return _json_records_schema(f, names)
 
 
 def _two_types(f: Path, name: str, kinds: Sequence[str]) -> str:
     return f"{f}: column {name!r} holds values of more than one type ({', '.join(kinds)})"
 
 
-def _json_array_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
-    """The types of columns `names` of a JSON file holding an array of records, as Arrow
-    infers each from every record (`datasets` has read the whole file already; None: not
-    such an array). A column holding values of two types is refused, naming it."""
+def _json_records(f: Path) -> list[dict[str, Any]] | None:
+    """The records of a JSON file: an array of records, or JSON Lines (None: neither)."""
     try:
-        records = json.loads(f.read_text(encoding="utf-8"))
+        text = f.read_text(encoding="utf-8")
     except (OSError, ValueError):
         return None
+    try:
+        records = json.loads(text)
+    except ValueError:
+        try:
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            return None
+    if isinstance(records, dict):  # JSON Lines of one record
+        records = [records]
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        return None
+    return records
+
+
+def _json_records_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
+    """The types of columns `names` of a JSON file, as Arrow infers each from every record
+    (None: no records). A column holding values of two types is refused, naming it."""
+    records = _json_records(f)
+    if records is None:
         return None
     fields = []
     for name in names:

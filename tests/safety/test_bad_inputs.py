@@ -23,7 +23,9 @@ from safety_helpers import (
     write_recipe,
 )
 
+from nabench.core.errors import SourceError
 from nabench.llm import free_port
+from nabench.sources import read_split
 
 
 @pytest.fixture
@@ -177,6 +179,44 @@ def test_a_json_lines_column_changing_type_after_the_first_block_is_refused(
         ("build", *build_args(location, out, "--labels", "none")[1:], "mmlu-na"), out, repr(column)
     )
     assert f"{test_file}: column {column!r} holds values of more than one type" in line, line
+
+
+_NOTES_CARD = """---
+dataset_info:
+  features:
+  - name: question
+    dtype: string
+  - name: choices
+    sequence: string
+  - name: answer
+    dtype: int64
+  - name: notes
+    sequence: string
+configs:
+- config_name: default
+  data_files:
+  - split: test
+    path: data/test.jsonl
+---
+"""
+
+
+def test_numeric_choices_beside_a_list_after_a_null_start_are_refused(tmp_path: Path) -> None:
+    """`notes` null in the first 20,000 rows and a list after: pyarrow refuses the whole
+    file for that (not a type change), and its error switched the check off for every
+    column, so the numeric choices were read as the card's text, '0'..'3', without a word."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "README.md").write_text(_NOTES_CARD, encoding="utf-8")
+    rows = (
+        {"question": f"q{i}", "choices": [i, i + 1, i + 2, i + 3], "answer": 0,
+         "notes": None if i < 20000 else ["checked"]}
+        for i in range(40000)
+    )  # fmt: skip
+    (tmp_path / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SourceError) as err:
+        read_split(str(tmp_path), None, "test")
+    message = str(err.value)
+    assert "column 'choices' holds list<item: int64>" in message and "\n" not in message
 
 
 def test_a_null_subject_is_refused(mmlu_dir: Path, tmp_path: Path, out: Path) -> None:
