@@ -176,6 +176,7 @@ def card_renderer(
             manifest=manifest,
             previous_readme=previous.readme,
             previous_manifest=previous.manifest,
+            previous_build=previous.built,
         )
 
     return render
@@ -184,10 +185,12 @@ def card_renderer(
 @dataclass(frozen=True)
 class PreviousRelease:
     """The card of the build now in `out` and, unless it is a rebuild of this version, its
-    manifest (the changelog compares against an earlier release, not against itself)."""
+    manifest (the changelog compares against an earlier release, not against itself);
+    `built` is that manifest whatever its version (what its card's metadata came from)."""
 
     readme: str | None = None
     manifest: Manifest | None = None
+    built: Manifest | None = None
 
 
 # A card is a few hundred KB at most; a bigger "card" is not one nabench wrote.
@@ -210,4 +213,5 @@ def previous_release(out: Path, kind: str, name: str, version: str) -> PreviousR
     if path.is_file():
         readme = read_text(path, CARD_LIMITS)
         split_front_matter(readme, str(path))  # refused now, not after a model job
-    return PreviousRelease(readme, None if previous.recipe_version == version else previous)
+    same_version = previous.recipe_version == version
+    return PreviousRelease(readme, None if same_version else previous, previous)

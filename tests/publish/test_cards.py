@@ -205,6 +205,20 @@ def test_a_rebuild_of_the_same_version_rewrites_its_changelog_entry(
     assert "not compared with the previous release" in entry
 
 
+def test_an_identical_rebuild_of_a_version_keeps_its_compared_entry(
+    tmp_path: Path, arc_dir: Path
+) -> None:
+    """1.0.0 (12 rows), 1.1.0 (30), 1.1.0 again with the same facts: the entry that compared
+    with 1.0.0 stands (it lost its comparison and said "not compared")."""
+    out = tmp_path / "out"
+    build_arc(arc_dir, out, "1.0.0", 12)
+    build_arc(arc_dir, out, "1.1.0", 30)
+    compared = parse_changelog((out / "README.md").read_text())["1.1.0"]
+    assert "- `original/test`: 12 → 30 rows." in compared
+    build_arc(arc_dir, out, "1.1.0", 30)
+    assert parse_changelog((out / "README.md").read_text())["1.1.0"] == compared
+
+
 def test_publishing_rewrites_the_entry_against_the_targets_release(
     tmp_path: Path, arc_dir: Path
 ) -> None:
