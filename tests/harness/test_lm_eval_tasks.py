@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -139,6 +140,18 @@ def test_export_cli_writes_the_same_tasks_and_refuses_bad_input(
     assert bad.exit_code != 0 and f"{str(tmp_path / 'nope')!r} does not exist here" in bad.output
     rev = runner.invoke(main, ["export", "lm-eval", str(mmlu_na), "--revision", "v1", "--out", "x"])
     assert rev.exit_code != 0 and "--revision applies to a Hub id" in rev.output
+
+
+def test_export_reads_a_home_relative_build_folder(
+    mmlu_na: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quoted `~/build` (the shell did not expand it) is the folder under home, as every
+    other command reads it: export asked the Hub for the repo id '~/build'."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shutil.copytree(mmlu_na, tmp_path / "build")
+    res = CliRunner().invoke(main, ["export", "lm-eval", "~/build", "--out", str(tmp_path / "t")])
+    assert res.exit_code == 0, res.output
+    assert f"group {GROUP} (8 task(s))" in res.output
 
 
 def test_a_release_pins_its_tasks_to_the_tag(mmlu_na: Path) -> None:

@@ -43,7 +43,7 @@ def resolve_lm_eval_source(
     build: str | Path, revision: str | None = None
 ) -> tuple[LmEvalSpec, DataSource]:
     """The task spec and data location of a built folder or a Hub dataset id."""
-    path = Path(build)
+    path = Path(build).expanduser()  # as `require_location` reads it
     if path.is_dir():
         if revision:
             raise NabenchError("--revision applies to a Hub id, not a local build folder")
