@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from nabench.audit.patterns import normalise
 from nabench.core.errors import SourceError
-from nabench.core.portable import require_location
+from nabench.core.portable import hub_miss_note, require_location
 from nabench.schemas.kinds import arrow_schema
 from nabench.schemas.redux import ERROR_TYPES, REDUX_OPTIONAL, REDUX_REQUIRED, ReduxSpec
 from nabench.sources import read_split, require_columns
@@ -68,7 +68,8 @@ def _config_names(spec: ReduxSpec) -> list[str]:
         names: list[str] = datasets.get_dataset_config_names(spec.location, revision=spec.revision)
     except Exception as exc:  # datasets raises many types for a missing / unreachable repo
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise SourceError(f"audit.redux: cannot read {spec.location!r}: {first}") from None
+        note = hub_miss_note(spec.location)
+        raise SourceError(f"audit.redux: cannot read {spec.location!r}: {first}{note}") from None
     return names
 
 

@@ -85,6 +85,15 @@ def missing_local_path(value: str) -> bool:
     return is_local_path(value) or value.count("/") != 1
 
 
+def hub_miss_note(value: str) -> str:
+    """What a failed Hub read of `ORG/NAME` adds where a folder ORG exists here: the id was
+    read as the Hub's, so a mistyped local path (`build/nope`) is said to be one too."""
+    first = value.split("/", 1)[0]
+    if value.count("/") == 1 and first and Path(first).expanduser().is_dir():
+        return f" (read as a Hub id: there is no folder {value!r} here either)"
+    return ""
+
+
 def require_location(value: str, error: type[NabenchError] = NabenchError, where: str = "") -> None:
     """Every command's one rule and one message for a location (`--source`, a build folder,
     a Redux location) that is neither here nor a Hub id; `where` names a recipe's field."""

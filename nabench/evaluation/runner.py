@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from nabench.core.errors import NabenchError
-from nabench.core.portable import require_location
+from nabench.core.portable import hub_miss_note, require_location
 from nabench.evaluation.items import EvalItems, build_items, sample_rows
 from nabench.evaluation.outputs import score_outputs, summarise, write_config_results
 from nabench.evaluation.producers import (
@@ -184,7 +184,9 @@ def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -
     try:
         names = datasets.get_dataset_config_names(dataset, revision=revision)
     except Exception as exc:
-        raise NabenchError(f"cannot read the configs of {dataset!r}: {exc}") from exc
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        note = hub_miss_note(dataset)
+        raise NabenchError(f"cannot read the configs of {dataset!r}: {first}{note}") from exc
     if requested:
         unknown = [c for c in requested if c not in names]
         if unknown:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from nabench.core.arrow import repeated_values
 from nabench.core.errors import SourceError
-from nabench.core.portable import require_location
+from nabench.core.portable import hub_miss_note, require_location
 from nabench.schemas.tables import ITEM_ARROW
 
 _FILE_BUILDERS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "json", ".json": "json"}
@@ -129,7 +129,9 @@ def read_split(
         raise SourceError(f"cannot load split {split!r} of {location!r}: {first}") from exc
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SourceError(f"cannot load {location!r} ({type(exc).__name__}): {first}") from exc
+        raise SourceError(
+            f"cannot load {location!r} ({type(exc).__name__}): {first}{hub_miss_note(location)}"
+        ) from exc
     table = ds.data.table.combine_chunks()
     _check_file_types(data_files, table)
     if path.exists():

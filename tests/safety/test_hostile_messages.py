@@ -226,3 +226,5 @@ def test_every_command_asks_the_hub_for_org_name_where_a_folder_org_exists(
         line = _one_error(nabench_process(*args, cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"}))
         assert "does not exist" not in line and "no such" not in line, (command, line)
         assert "the Hub" in line, (command, line)
+        # a mistyped local path reads as one too (the Hub's retries took ~25 s before it)
+        assert "there is no folder 'nabench/mmlu-na' here either" in line, (command, line)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nabench.core.errors import NabenchError
 from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
-from nabench.core.portable import require_location
+from nabench.core.portable import hub_miss_note, require_location
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
     GEN_TEMPLATE,
@@ -35,7 +35,10 @@ def _hub_manifest(repo_id: str, revision: str | None) -> Manifest:
     try:
         path = hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=revision)
     except Exception as exc:
-        raise NabenchError(f"cannot read {MANIFEST} of {repo_id!r} at {revision}: {exc}") from None
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        note = hub_miss_note(repo_id)
+        where = f"{MANIFEST} of {repo_id!r} at {revision}"
+        raise NabenchError(f"cannot read {where}: {first}{note}") from None
     return read_manifest_file(Path(path))
 
 
