@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nabench.audit.patterns import normalise
-from nabench.core.errors import SourceError
+from nabench.core.errors import SourceError, first_line
 from nabench.core.portable import hub_miss_note, require_location
 from nabench.schemas.kinds import arrow_schema
 from nabench.schemas.redux import ERROR_TYPES, REDUX_OPTIONAL, REDUX_REQUIRED, ReduxSpec
@@ -67,7 +67,7 @@ def _config_names(spec: ReduxSpec) -> list[str]:
     try:
         names: list[str] = datasets.get_dataset_config_names(spec.location, revision=spec.revision)
     except Exception as exc:  # datasets raises many types for a missing / unreachable repo
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         note = hub_miss_note(spec.location)
         raise SourceError(f"audit.redux: cannot read {spec.location!r}: {first}{note}") from None
     return names
@@ -307,7 +307,7 @@ def read_annotations(path: Path) -> dict[str, str]:
         try:
             table = pq.read_table(f, columns=["id", "error_type"])
         except (OSError, ValueError, KeyError, pa.ArrowInvalid) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            first = first_line(exc)
             raise SourceError(f"{f}: not a redux annotation file ({first})") from None
         out.update(zip(table["id"].to_pylist(), table["error_type"].to_pylist(), strict=True))
     return out

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from nabench.core.errors import NabenchError
+from nabench.core.errors import NabenchError, first_line
 from nabench.core.portable import hub_miss_note, require_location
 from nabench.evaluation.items import EvalItems, build_items, sample_rows
 from nabench.evaluation.outputs import score_outputs, summarise, write_config_results
@@ -184,7 +184,7 @@ def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -
     try:
         names = datasets.get_dataset_config_names(dataset, revision=revision)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         note = hub_miss_note(dataset)
         raise NabenchError(f"cannot read the configs of {dataset!r}: {first}{note}") from exc
     if requested:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from nabench.core.arrow import repeated_values
-from nabench.core.errors import SourceError
+from nabench.core.errors import SourceError, first_line
 from nabench.core.portable import hub_miss_note, require_location
 from nabench.schemas.tables import ITEM_ARROW
 
@@ -125,10 +125,10 @@ def read_split(
     except SourceError:
         raise
     except ValueError as exc:  # datasets raises ValueError for unknown configs / splits
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise SourceError(f"cannot load split {split!r} of {location!r}: {first}") from exc
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise SourceError(
             f"cannot load {location!r} ({type(exc).__name__}): {first}{hub_miss_note(location)}"
         ) from exc

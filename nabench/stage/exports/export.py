@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from nabench.core.errors import NabenchError
+from nabench.core.errors import NabenchError, first_line
 from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
 from nabench.core.portable import hub_miss_note, require_location
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
@@ -35,7 +35,7 @@ def _hub_manifest(repo_id: str, revision: str | None) -> Manifest:
     try:
         path = hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=revision)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         note = hub_miss_note(repo_id)
         where = f"{MANIFEST} of {repo_id!r} at {revision}"
         raise NabenchError(f"cannot read {where}: {first}{note}") from None
