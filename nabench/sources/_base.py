@@ -191,10 +191,6 @@ def _own_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
     return _json_records_schema(f, names)
 
 
-def _two_types(f: Path, name: str, kinds: Sequence[str]) -> str:
-    return f"{f}: column {name!r} holds values of more than one type ({', '.join(kinds)})"
-
-
 def _json_records(f: Path) -> list[dict[str, Any]] | None:
     """The records of a JSON file: an array of records, or JSON Lines (None: neither)."""
     try:
@@ -229,7 +225,9 @@ def _json_records_schema(f: Path, names: Sequence[str]) -> pa.Schema | None:
             fields.append(pa.field(name, pa.array([r.get(name) for r in records]).type))
         except pa.ArrowException:
             kinds = sorted({type(r[name]).__name__ for r in records if r.get(name) is not None})
-            raise SourceError(_two_types(f, name, kinds)) from None
+            raise SourceError(
+                f"{f}: column {name!r} holds values of more than one type ({', '.join(kinds)})"
+            ) from None
     return pa.schema(fields)
 
 
