@@ -8,6 +8,7 @@ each file it lists carries the sha256 build.json records, and every parquet file
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,8 +44,26 @@ def check_croissant(root: Path, files: Mapping[str, str]) -> list[Violation]:
     return _distribution_violations(data, files)
 
 
+# mlcroissant's verdict by the sha256 of the file's bytes: it reads the JSON-LD alone (not the
+# folder around it), and takes seconds a file, which `validate`, publish's check and a build's
+# own check would otherwise each pay again for the same bytes in one process.
+_VERDICTS: dict[str, str | None] = {}
+
+
 def mlcroissant_problem(path: Path) -> str | None:
     """mlcroissant's one-line verdict on a Croissant file (None: no error)."""
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        return f"mlcroissant cannot read it: {exc}"
+    if digest not in _VERDICTS:
+        if len(_VERDICTS) >= 256:
+            _VERDICTS.clear()
+        _VERDICTS[digest] = _mlcroissant_verdict(path)
+    return _VERDICTS[digest]
+
+
+def _mlcroissant_verdict(path: Path) -> str | None:
     import mlcroissant as mlc
 
     # mlcroissant logs its warnings through absl on every load; they are not violations.

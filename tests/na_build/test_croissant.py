@@ -147,6 +147,31 @@ def test_validate_names_a_croissant_that_disagrees(
     assert bad.rule == "croissant_valid" and "\n" not in bad.message
 
 
+def test_mlcroissant_verdict_follows_the_bytes_not_the_path(
+    small_build: BuildResult, tmp_path: Path
+) -> None:
+    """The verdict is remembered per content: a file rewritten in place is judged anew, and
+    the same bytes under another name get the same verdict."""
+    valid = (small_build.out / "croissant.json").read_bytes()
+    data = json.loads(valid)
+    data["recordSet"][0]["field"][0]["source"]["fileObject"]["@id"] = "no/such-file.parquet"
+    broken = json.dumps(data).encode()
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_bytes(valid)
+    assert mlcroissant_problem(first) is None
+    first.write_bytes(broken)
+    problem = mlcroissant_problem(first)
+    assert problem is not None and "no/such-file.parquet" in problem
+    second.write_bytes(broken)
+    assert mlcroissant_problem(second) == problem
+    first.write_bytes(valid)
+    assert mlcroissant_problem(first) is None
+    assert mlcroissant_problem(tmp_path / "missing.json") == (
+        f"mlcroissant cannot read it: [Errno 2] No such file or directory: "
+        f"'{tmp_path / 'missing.json'}'"
+    )
+
+
 def test_chat_message_columns_are_sub_fields(tmp_path: Path) -> None:
     """na-train's SFT rows (a list of role/content structs) load back through mlcroissant."""
     import mlcroissant as mlc
