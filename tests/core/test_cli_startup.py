@@ -64,6 +64,20 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert proc.stdout.strip() == "['nabench.cli.evaluation']"
 
 
+def test_validate_imports_the_validators_only(mmlu_na_200: Path) -> None:
+    """Checking a build loads neither the build, publish or evaluation stack nor scipy, and
+    still checks it (exit 0, its rows counted)."""
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nimport nabench.cli\n"
+        f"res = CliRunner().invoke(nabench.cli.main, ['validate', {str(mmlu_na_200)!r}])\n"
+        "assert res.exit_code == 0 and res.output.startswith('OK: '), res.output\n"
+        "print(sorted(m for m in ('nabench.cli.main', 'nabench.cli.publish', 'nabench.publish', "
+        "'nabench.pipelines', 'nabench.evaluation', 'scipy') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
+
+
 def test_missing_build_path_fails_in_one_line_without_the_hub(tmp_path: Path) -> None:
     from nabench.cli import main
 
