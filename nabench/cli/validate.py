@@ -1,5 +1,5 @@
 """`nabench validate`: in a module of its own so that checking a folder imports the validators
-only, not the build, publish or evaluation stack (scipy alone is seconds of start-up); the
+only, not the build, publish or evaluation stack (a second of start-up); the
 rebuild (`--source`) and the answer parser (na-train builds) are imported when used."""
 
 from __future__ import annotations
