@@ -27,7 +27,7 @@ COMMANDS = {
     "report": ("nabench.cli.evaluation", "report_cmd"),
     "schema": ("nabench.cli.main", "schema"),
     "selfknow": ("nabench.cli.selfknow", "selfknow"),
-    "validate": ("nabench.cli.validate", "validate"),
+    "validate": ("nabench.cli.main", "validate"),
 }
 # What `nabench --help` lists before the commands are imported: each command's own short help
 # (tests/core/test_cli_startup.py fails when one drifts from its docstring).
