@@ -125,13 +125,16 @@ class OpenAIBackend(Backend):
             max_response_bytes=int(float(max_response_mb) * bounds.MiB),
         )
         self.max_retries = self.limits.retries(max_retries)  # what fits the total deadline
-        self._secrets = url_secrets(self.base_url)
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        # A server may quote the key it rejected in its error body: scrub it like the URL's.
+        echoed = {key} if len(key) >= 4 and key != "EMPTY" else set()
+        self._secrets = url_secrets(self.base_url) | echoed
         self.json_mode: JsonMode = json_mode
         self._json_mode_resolved = json_mode != "auto"
         self._lock = threading.Lock()
         self._client = self._openai.OpenAI(
             base_url=self.base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            api_key=key,
             max_retries=self.max_retries,
             timeout=self.limits.httpx_timeout(),
             http_client=self._openai.DefaultHttpxClient(

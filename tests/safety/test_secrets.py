@@ -152,3 +152,33 @@ def test_eval_never_writes_base_url_credentials(
     assert secret not in run.stdout + run.stderr
     run_json = json.loads(next(p for p in written if p.name == "run.json").read_text())
     assert run_json["settings"]["endpoint"].startswith(f"http://{MASK}@127.0.0.1:")
+
+
+@pytest.mark.parametrize("via", ["option", "env"])
+def test_a_key_the_server_echoes_in_its_error_is_never_printed(
+    plain_build: Path, tmp_path: Path, via: str
+) -> None:
+    """A gateway that rejects a key may quote it in its 401 body ("Received API Key = sk-…",
+    as LiteLLM's proxy does); the error line printed the key whole (only URL credentials
+    were scrubbed), from `--option api_key=` and from OPENAI_API_KEY alike."""
+
+    secret = "sk-echoed-3e5f7a9c1b2d4e6f"
+
+    def echo(method: str, path: str, body: bytes) -> tuple[int, dict[str, object]]:
+        if method == "GET":
+            return 200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]}
+        return 401, {"error": {"message": f"Invalid token. Received API Key = {secret}"}}
+
+    out = tmp_path / "results"
+    with http_server(echo) as url:
+        flag = ["--option", f"api_key={secret}"] if via == "option" else []
+        env = {"OPENAI_API_KEY": secret} if via == "env" else {"OPENAI_API_KEY": None}
+        run = nabench("eval", str(plain_build), "--backend", "openai", "--model", "tiny",
+                      "--base-url", url + "/v1", *flag, "--option", "max_retries=0",
+                      "--out", str(out), "--cache", str(out / "cache.sqlite"),
+                      "--config", "original", "--limit", "3", "--quiet", env=env)  # fmt: skip
+    assert run.code != 0 and "401" in run.stderr, (run.code, run.stderr)
+    assert secret not in run.stdout + run.stderr
+    assert MASK in run.stderr
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        assert secret.encode() not in path.read_bytes(), f"{secret} in {path}"
