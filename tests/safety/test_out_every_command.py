@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fixtures.scripted import chat_body
 from safety_helpers import nabench, tree_bytes
+
+FILE = "test-00000-of-00001.parquet"
 
 
 def _user_folder(folder: Path) -> dict[str, bytes]:
@@ -210,3 +214,54 @@ def test_schema_export_into_a_user_folder_is_refused(tmp_path: Path) -> None:
     first = tree_bytes(again)
     assert nabench("schema", "export", "--out", str(again)).code == 0
     assert tree_bytes(again) == first and all(n.endswith(".schema.json") for n in first)
+
+
+# -- label ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["csv", "folder", "card", "eval-result", "summary-clash"])
+def test_label_out_it_must_not_write_is_refused_before_any_request(
+    mmlu_dir: Path, plain_build: Path, tmp_path: Path, scripted_server: Any, target: str
+) -> None:
+    """`label --out labels.csv` wrote parquet bytes under a .csv name (then unreadable as a
+    labels file), `--out` an existing folder was an internal IsADirectoryError after every
+    request, and `--out` a build's README.md (or an eval result, or a path whose
+    `.summary.json` is someone else's file) was overwritten without a word."""
+    answer = json.dumps({"na_applicable": True, "rule": "none", "rationale": "ok"})
+    server = scripted_server(lambda path, body, n: (200, chat_body(answer)))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "existing").mkdir()
+    (work / "run.parquet").write_bytes((plain_build / "original" / FILE).read_bytes())
+    (work / "mine.summary.json").write_text('{"my": "notes"}\n')
+    out = {
+        "csv": work / "labels.csv",
+        "folder": work / "existing",
+        "card": work / "README.md",
+        "eval-result": work / "run.parquet",
+        "summary-clash": work / "mine.parquet",
+    }[target]
+    if target == "card":
+        out.write_text((plain_build / "README.md").read_text())
+    before = tree_bytes(work)
+    run = nabench("label", "mmlu-na", "--source", str(mmlu_dir), "--limit", "2",
+                  "--backend", "openai", "--base-url", server.url, "--model", "scripted-model",
+                  "--cache", str(tmp_path / "c.sqlite"), "--out", str(out), "--quiet")  # fmt: skip
+    _refused(run.code, run.errors, run.stderr)
+    assert tree_bytes(work) == before
+    assert server.posts == []
+
+
+def test_label_out_may_replace_its_own_labels(
+    mmlu_dir: Path, tmp_path: Path, scripted_server: Any
+) -> None:
+    answer = json.dumps({"na_applicable": True, "rule": "none", "rationale": "ok"})
+    server = scripted_server(lambda path, body, n: (200, chat_body(answer)))
+    out = tmp_path / "labels.parquet"
+    args = ["label", "mmlu-na", "--source", str(mmlu_dir), "--limit", "2", "--backend",
+            "openai", "--base-url", server.url, "--model", "m", "--cache",
+            str(tmp_path / "c.sqlite"), "--out", str(out), "--quiet"]  # fmt: skip
+    for _ in range(2):
+        run = nabench(*args)
+        assert run.code == 0, run.stderr
+    assert json.loads(out.with_suffix(".summary.json").read_text())["n"] == 2
