@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from nabench.audit.eligibility import audit_items
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
-from nabench.core.safe_load import load_json_file
+from nabench.core.out_guard import holds_record
 from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
@@ -67,11 +67,7 @@ def _is_labels_parquet(path: Path) -> bool:
 
 
 def _is_label_summary(path: Path) -> bool:
-    try:
-        record = load_json_file(path)
-    except (OSError, NabenchError):
-        return False
-    return isinstance(record, dict) and record.keys() >= _SUMMARY_KEYS
+    return holds_record(path.name, _SUMMARY_KEYS)(path.parent)
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
