@@ -155,6 +155,15 @@ class OpenAIBackend(Backend):
         """The weights revision the user declared with `--option revision=...` (or None)."""
         return self._revision
 
+    def auth_headers(self) -> dict[str, str]:
+        """The `Authorization` header this backend's client sends; the Ray engine sends the
+        same, so a keyed endpoint answers both engines alike."""
+        return {"Authorization": f"Bearer {self._client.api_key}"}
+
+    def redact(self, text: str) -> str:
+        """`text` with this backend's key and URL credentials masked (`core.redact.MASK`)."""
+        return scrub(text, self._secrets)
+
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(model={self.model!r}, base_url={mask_url(self.base_url)!r})"
 

@@ -18,7 +18,7 @@ import json
 import shutil
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from nabench.core.errors import NabenchError
 from ._cache import ResponseCache
 from ._engine import Engine, Finished, Work, register_engine
 from ._http_limits import Limits
+from ._openai import OpenAIBackend
 from ._ray_limits import BoundedSessionFactory
 from ._types import Backend, ChatRequest, Completion, TokenLogprob, canonical_json
 
@@ -155,9 +156,9 @@ def _get_json(url: str, timeout_s: float = 5.0) -> dict[str, Any] | None:
         return None
 
 
-def _completion(row: dict[str, Any]) -> Completion:
-    if row["error"]:
-        return Completion(error=row["error"])
+def _completion(row: dict[str, Any], redact: Callable[[str], str] = str) -> Completion:
+    if row["error"]:  # a server's error body may quote the key it was sent
+        return Completion(error=redact(row["error"]))
     logprobs = row["logprobs_json"]
     return Completion(
         text=row["text"],
@@ -284,8 +285,7 @@ class RayEngine(Engine):
         live = [u for u in self.endpoints(backend) if _get_json(f"{u}/models") is not None]
         if not live:
             return {}
-        api_key = getattr(backend, "_api_key", None)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        headers = backend.auth_headers() if isinstance(backend, OpenAIBackend) else None
         route = "completions" if '"prompt"' in rows[0]["payload_json"] else "chat/completions"
         parts = []
         for i, url in enumerate(live):
@@ -310,7 +310,8 @@ class RayEngine(Engine):
         dataset = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
         dataset.write_parquet(str(out))
         finished = [r for f in sorted(out.glob("*.parquet")) for r in _read_shard(f)]
-        return {r["key"]: _completion(r) for r in finished}
+        redact = backend.redact if isinstance(backend, OpenAIBackend) else str
+        return {r["key"]: _completion(r, redact) for r in finished}
 
 
 def _session_factory(backend: Backend) -> BoundedSessionFactory:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from fixtures.scripted import Scripted, chat_body
 
 from nabench.cli import main
 
@@ -73,6 +75,39 @@ def test_eval_on_ray_gives_the_local_outputs_and_records_the_engine(
         outputs[engine] = [r["raw_output"] for r in _rows(out / "r" / "original.parquet")]
     assert len(outputs["local"]) == 4
     assert outputs["ray"] == outputs["local"]
+
+
+def test_ray_sends_the_key_the_local_engine_sends_and_prints_it_nowhere(
+    mmlu_na: Path,
+    ray_address: str,
+    scripted_server: Callable[..., Scripted],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A keyed endpoint sees the same `Authorization` header from both engines (Ray sent
+    none, so a hosted API refused every request); a server quoting the key in its error
+    body (401) gets it masked in what either engine prints and stores."""
+    key = "sk-RAYKEY-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    answers = scripted_server(lambda _p, _b, _n: (200, chat_body("Answer: A")))
+    echoes = scripted_server(
+        lambda _p, _b, _n: (401, {"error": {"message": f"Received API Key = {key}"}})
+    )
+    ray = [*_ray(ray_address), "--option", "ray.passes=1", "--option", "ray.max_retries=0"]
+    for engine in ("local", "ray"):
+        for name, server in (("answers", answers), ("echoes", echoes)):
+            out = tmp_path / f"{engine}-{name}"
+            args = ["eval", str(mmlu_na), "--config", "original", "--limit", "2",
+                    "--backend", "openai", "--base-url", server.url, "--model", "m",
+                    "--option", "max_retries=0", "--cache", f"{out}.sqlite",
+                    "--out", str(out), "--run-name", "r", "--quiet"]  # fmt: skip
+            result = CliRunner().invoke(main, [*args, *(ray if engine == "ray" else [])])
+            assert key not in result.output
+            assert (name == "echoes") == ("***" in result.output), result.output
+            stored = [p for p in tmp_path.rglob("*") if p.is_file()]
+            assert not [p for p in stored if key.encode() in p.read_bytes()]
+        assert set(answers.authorization) == set(echoes.authorization) == {f"Bearer {key}"}
+    assert len(answers.posts) == 4  # two items, each engine
 
 
 def test_selfknow_generate_and_classify_on_ray(
