@@ -56,6 +56,8 @@ _TEXT_COLUMNS = ("parsed", "raw_output")
 # What a summary records of how its run was made, kept per (run, config) for the runs table.
 RUN_SETTINGS = ("prompt_version", "dataset", "revision", "split")
 _ITEM_TEXT = ("id", "question", "choices", "answer", "na_text")
+# What an item asks: two builds' rows of one id must agree on these to be one test item.
+_ITEM_CONTENT = ("question", "choices", "answer", "prompt", "target")
 
 
 NO_SUBJECT = "(none)"
@@ -340,6 +342,7 @@ def load_results(paths: Sequence[str | Path]) -> Results:
             row, table = _external_config(ext)
             rows.append(row)
             tables.append(table)
+    _same_items(rows)
     seen = Counter((r["run"], r["config"]) for r in rows)
     twice = sorted(k for k, n in seen.items() if n > 1)
     if twice:
@@ -348,6 +351,46 @@ def load_results(paths: Sequence[str | Path]) -> Results:
     if not rows:
         raise NabenchError("no results given")
     return Results(pd.DataFrame(rows), _to_frame(tables))
+
+
+def _build_items(dataset: str, config: str) -> pd.DataFrame:
+    """What a local build's `config` asks per item id (question, options, key; an artifact
+    build's prompt and target), one string per item to compare."""
+    files = sorted(Path(dataset, config).glob("*.parquet"))
+    names = set(pq.read_schema(files[0]).names)
+    cols = [c for c in _ITEM_CONTENT if c in names]
+    df = pd.concat([read_parquet(f, columns=["id", *cols]).to_pandas() for f in files])
+    content = df[cols].map(lambda v: repr(v.tolist() if hasattr(v, "tolist") else v))
+    return pd.Series(content.agg("\x1f".join, axis=1).to_numpy(), index=df["id"].astype(str))
+
+
+def _same_items(rows: Sequence[dict[str, Any]]) -> None:
+    """Runs of one config recording different local builds must have answered the same items
+    under the same ids: builds with other seeds or texts differ (another distractor replaced),
+    and pooling their runs would make KR-20, D, the means over models and the item browser
+    describe a test nobody took. Builds whose shared items are equal (another --limit or
+    --sample of one recipe) pass."""
+    builds: dict[str, dict[str, list[str]]] = {}  # config -> build -> its runs
+    for r in rows:
+        dataset = r.get("dataset")
+        if isinstance(dataset, str) and r.get("ids_unchecked") is None:
+            builds.setdefault(r["config"], {}).setdefault(dataset, []).append(r["run"])
+    for config, by_build in builds.items():
+        if len(by_build) < 2:
+            continue
+        first, *others = by_build
+        ref = _build_items(first, config)
+        for other in others:
+            items = _build_items(other, config)
+            shared = ref.index.intersection(items.index)
+            differ = shared[ref.loc[shared].to_numpy() != items.loc[shared].to_numpy()]
+            if len(differ):
+                raise NabenchError(
+                    f"config {config}: builds {first} (run {by_build[first][0]}) and {other} "
+                    f"(run {by_build[other][0]}) hold other items under the same ids "
+                    f"({len(differ)} of {len(shared)} shared, e.g. {differ[0]!r}): their runs "
+                    "answered different tests; report the runs of one build"
+                )
 
 
 def _to_frame(tables: Sequence[pa.Table]) -> pd.DataFrame:

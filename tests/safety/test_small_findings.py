@@ -207,3 +207,40 @@ def test_report_refusal_touches_no_results(results: Path, tmp_path: Path) -> Non
     nabench("report", str(results), "--out", str(tmp_path / "r"), "--no-plots")
     assert tree_bytes(results) == after_edit != before
     assert not (tmp_path / "r" / "report.md").exists()
+
+
+def test_report_refuses_runs_of_builds_whose_items_differ(
+    plain_build: Path, mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """Runs of two builds with other seeds answered other na_distractor items under the same
+    ids (another distractor replaced): pooled in one panel, KR-20, D and the item browser
+    would treat them as one test. The report refuses in one line naming both builds; runs of
+    builds whose shared items are equal (another --limit of the same recipe) still report."""
+    from safety_helpers import build_args
+
+    reseeded = tmp_path / "reseeded"
+    assert nabench(*build_args(mmlu_dir, reseeded, "--labels", "none", "--seed", "7"),
+                   "mmlu-na").code == 0  # fmt: skip
+    longer = tmp_path / "longer"
+    assert nabench(*build_args(mmlu_dir, longer, "--labels", "none", limit=14),
+                   "mmlu-na").code == 0  # fmt: skip
+
+    def oracle(build: Path, out: Path) -> Path:
+        run = nabench("eval", str(build), "--backend", "reference", "--model", "oracle",
+                      "--config", "original", "--config", "na_distractor", "--out", str(out),
+                      "--quiet")  # fmt: skip
+        assert run.code == 0, run.stderr
+        return out
+
+    a = oracle(plain_build, tmp_path / "ra")
+    b = oracle(reseeded, tmp_path / "rb")
+    run = nabench("report", str(a), str(b), "--out", str(tmp_path / "r"), "--no-plots")
+    assert run.code != 0
+    assert len(run.errors) == 1, run.stderr
+    (line,) = run.errors
+    assert "na_distractor" in line and str(plain_build) in line and str(reseeded) in line, line
+    assert "internal error" not in run.stderr
+    c = oracle(longer, tmp_path / "rc")
+    ok = nabench("report", str(a), str(c), "--out", str(tmp_path / "r2"), "--no-plots")
+    assert ok.code == 0, ok.stderr
+
