@@ -189,10 +189,12 @@ def _read_responses(parquet: Path) -> tuple[pa.Table, set[str]]:
 
 
 def _build_ids(
-    dataset: object, config: str, seen: dict[tuple[str, str], pa.Array | None]
+    dataset: object, config: str, seen: dict[tuple[str, str], pa.Array | None], kind: object
 ) -> pa.Array | None:
     """The item ids of `config` in the local build a run records (`dataset`), or None when
-    that is no local build folder (a Hub id, a build moved away)."""
+    that is no local build folder (a Hub id, a build moved away). An individual-prior config
+    (`kind` ``prior``) has a row per option (``<item>#k``) and an answer per item: its ids
+    are the rows' ``item_id``."""
     if not isinstance(dataset, str):
         return None
     key = (dataset, config)
@@ -201,9 +203,10 @@ def _build_ids(
         if not files or not (Path(dataset) / "build.json").is_file():
             seen[key] = None
         else:
+            col = "item_id" if kind == "prior" else "id"
             # bounded like every read of a build (a bomb is refused naming its file)
             ids = pa.chunked_array(
-                [read_parquet(f, columns=["id"]).column("id").cast(pa.string()) for f in files]
+                [read_parquet(f, columns=[col]).column(col).cast(pa.string()) for f in files]
             )
             seen[key] = pc.unique(ids)
     return seen[key]
@@ -249,7 +252,7 @@ def _read_config(
         raise NabenchError(f"{summary_path} has no responses file {parquet.name}")
     table, names = _read_responses(parquet)
     dataset = summary.get("dataset")
-    build = _build_ids(dataset, config, seen)
+    build = _build_ids(dataset, config, seen, summary.get("kind"))
     _check_ids(parquet, table.column("id"), build, dataset)
     n = table.num_rows
     source_id = table.column("source_id" if "source_id" in names else "id")  # older results

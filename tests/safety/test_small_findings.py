@@ -244,3 +244,29 @@ def test_report_refuses_runs_of_builds_whose_items_differ(
     ok = nabench("report", str(a), str(c), "--out", str(tmp_path / "r2"), "--no-plots")
     assert ok.code == 0, ok.stderr
 
+
+def test_report_reads_runs_of_an_artifacts_build_with_prior_configs(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """An individual-prior config has one build row per option (`<item>#k`) and one answer
+    per item (`<item>`): the report refused every such run as "not items of the build it
+    records", so no eval of an artifacts build could be reported. Its answers are checked
+    against the build's items; another dataset's ids are still refused."""
+    from safety_helpers import build_args
+
+    build = tmp_path / "art"
+    assert nabench(*build_args(mmlu_dir, build), "mmlu-artifacts").code == 0
+    out = tmp_path / "res"
+    run = nabench("eval", str(build), "--backend", "reference", "--model", "always-a",
+                  "--config", "full", "--config", "prior_choice", "--out", str(out),
+                  "--quiet")  # fmt: skip
+    assert run.code == 0, run.stderr
+    rep = nabench("report", str(out), "--out", str(tmp_path / "r"), "--no-plots")
+    assert rep.code == 0, rep.stderr
+    configs = json.loads((tmp_path / "r" / "report.json").read_text())["configs"]
+    prior = [c for c in configs if c["config"] == "prior_choice"]
+    assert len(prior) == 1 and prior[0]["n"] == 12, prior
+    parquet = next(out.glob("*/prior_choice.parquet"))
+    _other_dataset(parquet)
+    bad = nabench("report", str(out), "--out", str(tmp_path / "r2"), "--no-plots")
+    assert bad.code != 0 and "not items of the build it records" in bad.errors[0], bad.stderr
