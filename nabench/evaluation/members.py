@@ -159,6 +159,18 @@ def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
                 "runs): no panel"
             )
             continue
+        base = by_config.get(ORIGINAL)
+        if base is not None and config != ORIGINAL and set(p.runs) != set(base.runs):
+            lacks = [r for r in base.runs if r not in p.runs]
+            extra = [r for r in p.runs if r not in base.runs]
+            parts = ([f"lacks {', '.join(lacks)}"] if lacks else []) + (
+                [f"adds {', '.join(extra)}"] if extra else []
+            )
+            notes.append(
+                f"config {config}: its panel ({len(p.runs)} models) {' and '.join(parts)} "
+                f"against {ORIGINAL}'s ({len(base.runs)}): their KR-20, D and the ANOVA "
+                "across variants compare different model panels"
+            )
         smallest = min(int(sizes[(config, run)]) for run in p.runs)
         if len(p.ids) < smallest:
             notes.append(

@@ -615,3 +615,21 @@ def test_two_step_rule_applies_to_mmlu_items_only(tmp_path: Path) -> None:
     assert rows[("mmlu_run", "choices_only")]["n"] == 150
     assert rows[("mmlu_run", "qi_step2")]["n"] == 150
     assert rows[("arc_run", "choices_only")]["n"] == 200
+
+
+def test_panels_of_other_models_across_variants_are_said(tmp_path: Path) -> None:
+    """A model with no na_keyed run sits in original's panel and not in na_keyed's: the two
+    KR-20 / D values (and the ANOVA across variants) then compare different model panels,
+    whose spread of abilities alone moves KR-20. The report says so, naming the model."""
+    rng = np.random.default_rng(11)
+    root = tmp_path / "res"
+    for i in range(6):
+        _write_run(root, f"model{i}", "original", (rng.random(40) < 0.2 + 0.1 * i) * 1.0)
+        if i < 5:
+            _write_run(root, f"model{i}", "na_keyed", (rng.random(40) < 0.1 + 0.1 * i) * 1.0)
+    rep = write_report([root], tmp_path / "r", plots=False)
+    panel = rep.tables["panel"].set_index("config")
+    assert panel.loc["original", "n_models"] == 6 and panel.loc["na_keyed", "n_models"] == 5
+    said = [n for n in rep.notes if "na_keyed" in n and "model5" in n]
+    assert len(said) == 1, rep.notes
+    assert "original" in said[0]
