@@ -376,7 +376,8 @@ def _same_items(rows: Sequence[dict[str, Any]]) -> None:
     builds: dict[str, dict[str, list[str]]] = {}  # config -> build -> its runs
     for r in rows:
         dataset = r.get("dataset")
-        if isinstance(dataset, str) and r.get("ids_unchecked") is None:
+        # nabench's runs whose build is here (a harness run's row has no ids_unchecked)
+        if isinstance(dataset, str) and "ids_unchecked" in r and r["ids_unchecked"] is None:
             builds.setdefault(r["config"], {}).setdefault(dataset, []).append(r["run"])
     for config, by_build in builds.items():
         if len(by_build) < 2:
