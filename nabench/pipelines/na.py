@@ -238,15 +238,15 @@ def _na_card_context(
         "warnings": manifest.warnings or [],
         # the rules that ran on this build's configs, as their records describe them
         "invariants": [(rule.name, rule.description) for rule in validation.rules],
-        "draws": _draw_lines(builders, manifest),
+        "draws": _draw_lines(source, builders, manifest),
         "limitations": _limitations(manifest),
         "variant_citations": cc.variant_citations([key for b in builders for key in b.cites]),
     }
 
 
-def _draw_lines(builders: Sequence[Builder], manifest: Manifest) -> list[str]:
+def _draw_lines(source: Source, builders: Sequence[Builder], manifest: Manifest) -> list[str]:
     """The card's per-item draws, stated from the `Draw`s the code makes (one per purpose)."""
-    draws = [SAMPLE_DRAW] if manifest.sample else []
+    draws = [*source.draws, *([SAMPLE_DRAW] if manifest.sample else [])]
     draws += [d for b in builders for d in b.draws]
     unique = {d.purpose: d for d in draws}
     return [d.card_line() for d in unique.values()]

@@ -16,6 +16,7 @@ import pyarrow as pa
 from nabench.core.arrow import repeated_values
 from nabench.core.errors import SourceError, first_line
 from nabench.core.portable import hub_miss_note, require_location
+from nabench.core.rng import Draw
 from nabench.schemas.tables import ITEM_ARROW
 
 _FILE_BUILDERS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "json", ".json": "json"}
@@ -300,6 +301,8 @@ class Source(ABC):
     # The card's field table says what the item fields hold for this source (the generic
     # descriptions of `schemas.item` name every source at once).
     field_notes: ClassVar[Mapping[str, str]] = {}
+    # Per-item draws the loader itself makes (GPQA's option shuffle), stated on the card.
+    draws: ClassVar[tuple[Draw, ...]] = ()
 
     def load(
         self,

@@ -8,7 +8,7 @@ from typing import ClassVar
 import pyarrow as pa
 
 from nabench.core.errors import SourceError
-from nabench.core.rng import item_rng
+from nabench.core.rng import Draw, item_rng
 from nabench.sources._base import (
     Source,
     check_present,
@@ -22,6 +22,17 @@ ANSWER_COLUMNS = (
     "Incorrect Answer 1",
     "Incorrect Answer 2",
     "Incorrect Answer 3",
+)
+
+SHUFFLE_DRAW = Draw(
+    "gpqa_shuffle",
+    "random",
+    "with `item_id` = `gpqa/<Record ID>` (the row's `id` without its config, so a record "
+    "shared by gpqa_diamond, gpqa_main and gpqa_extended gets one order): "
+    "`order = [0, 1, 2, 3]; rng.shuffle(order)`, the options are "
+    "`[texts[i] for i in order]` of `texts` = the stripped `Correct Answer`, "
+    "`Incorrect Answer 1`, `2`, `3`, and the key is `order.index(0)`: the `original` options, "
+    "which every variant starts from",
 )
 
 
@@ -40,6 +51,7 @@ class GPQA(Source):
         "question": "The row's `Question`.",
         "choices": "The correct and 3 incorrect answers, shuffled per item (seeded).",
     }
+    draws = (SHUFFLE_DRAW,)
     citation = (
         "@inproceedings{rein2024gpqa,\n"
         "  title={GPQA: A Graduate-Level Google-Proof Q\\&A Benchmark},\n"
@@ -70,7 +82,7 @@ class GPQA(Source):
                     raise SourceError(f"{origin}: row {item_id}: {col_name!r} is empty")
                 texts.append(str(value).strip())
             order = list(range(4))
-            item_rng(seed, f"gpqa/{record_ids[row]}", "gpqa_shuffle").shuffle(order)
+            item_rng(seed, f"gpqa/{record_ids[row]}", SHUFFLE_DRAW.purpose).shuffle(order)
             choices.append([texts[i] for i in order])
             answers.append(order.index(0))
         return item_table(

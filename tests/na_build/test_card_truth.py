@@ -144,3 +144,36 @@ def test_field_table_of_mmlu_names_mmlu_ids(mmlu_na_full: BuildResult) -> None:
     fields = _field_table((mmlu_na_full.out / "README.md").read_text("utf-8"))
     assert fields["id"].startswith("`mmlu/<config>/<split>/<row>`")
     assert "57" in fields["subject"]
+
+
+def test_card_states_the_gpqa_option_shuffle(tmp_path: Path, gpqa_dir: Path) -> None:
+    """GPQA's options are shuffled per item: the card must state that draw (the Python it
+    gives reproduces every row's option order from the source CSV), not claim that only
+    the variants draw, or that nothing is random at all."""
+    import csv
+
+    with (gpqa_dir / "gpqa_main.csv").open(encoding="utf-8", newline="") as fh:
+        source = {r["Record ID"]: r for r in csv.DictReader(fh)}
+    for variants in ([{"kind": "original"}, {"kind": "na_keyed"}], None):
+        data = load_recipe("gpqa-na").model_dump()
+        if variants is not None:
+            data["variants"] = variants
+        out = tmp_path / f"gpqa-{len(data['variants'])}"
+        opts = BuildOptions(source=str(gpqa_dir), out=out, labels="none", progress=False)
+        result = build(parse_recipe(data, "test"), opts)
+        card, seed = _card_and_seed(result)
+        assert "No per-item randomness" not in card
+        text = _stated(card, "gpqa_shuffle", "rng")
+        line = next(x for x in card.splitlines() if "`gpqa_shuffle` draw:" in x)
+        assert "`item_id` = `gpqa/<Record ID>`" in line, line
+        rows = pq.read_table(result.out / "original" / "train-00000-of-00001.parquet").to_pylist()
+        assert len(rows) == len(source) == 8
+        for row in rows:
+            rid = row["id"].rsplit("/", 1)[-1]
+            columns = ["Correct Answer"] + [f"Incorrect Answer {k}" for k in (1, 2, 3)]
+            texts = [source[rid][c].strip() for c in columns]
+            rng = eval(text, {"random": random, "seed": seed, "item_id": f"gpqa/{rid}"})
+            order = [0, 1, 2, 3]
+            rng.shuffle(order)
+            assert row["choices"] == [texts[i] for i in order], row["id"]
+            assert row["answer"] == order.index(0), row["id"]
