@@ -55,6 +55,20 @@ def test_out_on_an_existing_file_is_refused(mmlu_dir: Path, tmp_path: Path) -> N
     assert hidden(tmp_path) == []
 
 
+def test_out_below_an_existing_file_is_refused_in_one_line(mmlu_dir: Path, tmp_path: Path) -> None:
+    """`--out notes.txt/build`: the parent is a file. It was `internal error:
+    FileExistsError: [Errno 17] File exists` (exit 3), naming neither --out nor the cause."""
+    user = tmp_path / "notes.txt"
+    user.write_bytes(b"user data")
+    run = nabench(*build_args(mmlu_dir, user / "build", "--labels", "none", limit=3), "mmlu-na")
+    assert run.code == 2, run.stderr
+    assert len(run.errors) == 1, run.stderr
+    assert "internal error" not in run.errors[0]
+    assert f"--out {user / 'build'}" in run.errors[0] and "not a folder" in run.errors[0]
+    assert user.read_bytes() == b"user data"
+    assert hidden(tmp_path) == []
+
+
 def test_out_home_is_refused(mmlu_dir: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     before = _user_files(home)
