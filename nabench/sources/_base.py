@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,6 +148,38 @@ def read_split(
         files = {}
         fingerprint = f"{revision or 'main'}:{ds._fingerprint}"
     return table, origin, fingerprint, files
+
+
+# Split words a file's name may start with (Hub shards `<split>-00000-of-00001.parquet`, or
+# `<split>.jsonl`), each with the split names it may stand for.
+_SPLIT_WORDS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("train", "training"), frozenset({"train", "training"})),
+    **dict.fromkeys(("validation", "valid", "val"), frozenset({"validation", "valid", "val"})),
+    **dict.fromkeys(
+        ("test", "testing", "eval", "evaluation"),
+        frozenset({"test", "testing", "eval", "evaluation"}),
+    ),
+    "dev": frozenset({"dev"}),  # MMLU's dev is not its validation split
+    "auxiliary_train": frozenset({"auxiliary_train"}),
+}
+
+
+def _split_named(path: Path) -> str | None:
+    """The split a single data file's name names, or None (`gpqa_main.csv` names none)."""
+    stem = path.name.split(".", 1)[0]
+    word = re.sub(r"-\d+-of-\d+$", "", stem).lower()
+    return word if word in _SPLIT_WORDS else None
+
+
+def check_file_split(path: Path, split: str) -> None:
+    """A single data file read as `split` must not be named for another split: the items'
+    ids name the split (`mmlu/all/test/00000`), so validation rows got test items' ids."""
+    named = _split_named(path) if path.is_file() else None
+    if named is not None and split not in _SPLIT_WORDS[named]:
+        raise SourceError(
+            f"{path}: the file's name says split {named!r}, but split {split!r} is being "
+            f"read from it; pass the {split} file (or --split {named})"
+        )
 
 
 def _check_file_types(data_files: Sequence[Path], table: pa.Table) -> None:
@@ -315,6 +348,8 @@ class Source(ABC):
     ) -> LoadedSplit:
         config = config or self.default_config
         self.check_split(split)
+        if location is not None:
+            check_file_split(Path(location).expanduser(), split)
         raw, origin, fingerprint, files = read_split(
             location or self.hub_id, config, split, revision
         )

@@ -129,3 +129,22 @@ def test_unknown_split_and_missing_path(mmlu_dir: Path) -> None:
         get_source("mmlu").load("nope", location=str(mmlu_dir))
     with pytest.raises(SourceError, match="does not exist"):
         get_source("mmlu").load("test", location="./no/such/folder")
+
+
+def test_a_file_named_for_another_split_is_not_read_as_the_asked_split(
+    mmlu_dir: Path, hellaswag_dir: Path
+) -> None:
+    """`--source validation-00000-of-00001.parquet` for split `test` built MMLU validation
+    questions under the ids `mmlu/all/test/NNNNN` (those of other, real test items)."""
+    mmlu = get_source("mmlu")
+    validation = mmlu_dir / "all" / "validation-00000-of-00001.parquet"
+    with pytest.raises(SourceError, match=r"name says split 'validation'.*split 'test'"):
+        mmlu.load("test", location=str(validation))
+    with pytest.raises(SourceError, match=r"name says split 'test'.*split 'dev'"):
+        mmlu.load("dev", location=str(mmlu_dir / "all" / "test-00000-of-00001.parquet"))
+    # the file of the split asked for, and a file whose name names no split, still load
+    assert mmlu.load("validation", location=str(validation)).items.num_rows == 1531
+    dev = mmlu.load("dev", location=str(mmlu_dir / "all" / "dev-00000-of-00001.parquet"))
+    assert dev.items.column("id")[0].as_py() == "mmlu/all/dev/00000"
+    hs = hellaswag_dir / "data" / "validation-00000-of-00001.parquet"
+    assert get_source("hellaswag").load("validation", location=str(hs)).items.num_rows > 0
