@@ -103,7 +103,9 @@ def test_finalize_is_idempotent(staged_v1: Path) -> None:
     once = finalize_card(readme, version="1.2.0", repo_id="a/b", manifest=manifest)
     twice = finalize_card(once, version="1.2.0", repo_id="a/b", manifest=manifest)
     assert once == twice
-    assert list(parse_changelog(once)) == ["1.2.0", "1.0.0"]
+    # the build's own 1.0.0 entry is no release: published as 1.2.0, this is the first
+    assert list(parse_changelog(once)) == ["1.2.0"]
+    assert "First release." in parse_changelog(once)["1.2.0"]
     assert 'load_dataset("a/b", "na_keyed", split="test", revision="v1.2.0")' in once
 
 
@@ -244,6 +246,34 @@ def test_publishing_rewrites_the_entry_against_the_targets_release(
     unknown = published(RemoteState("a" * 40, files[:1], readme=remote_card))
     assert "→" not in unknown and "12 rows" not in unknown and "First release." not in unknown
     assert "- `original/test`: 30 rows." in unknown
+
+
+def test_publishing_under_another_version_keeps_the_targets_history(
+    tmp_path: Path, arc_dir: Path
+) -> None:
+    """A build of recipe 1.1.0 published with --version 1.3.0 where the target holds 1.0.0
+    (20 rows) and 1.1.0 (30 rows): the card's 1.1.0 entry was the build's own ("First
+    release.", 12 rows), replacing the target's; and to an empty target, a 1.0.0 entry was
+    kept although no 1.0.0 was ever released there."""
+    files = ("README.md", "build.json")
+
+    def release(staged: Path, version: str, remote: RemoteState) -> RemoteState:
+        plan = make_plan(staged, "org/arc-na", version=version, remote=remote)
+        card = next(f for f in plan.adds if f.path == "README.md").content.decode()
+        manifest = read_manifest_file(staged / "build.json")
+        return RemoteState("a" * 40, files, frozenset({f"v{version}"}), card, manifest)
+
+    first = release(build_arc(arc_dir, tmp_path / "a", "1.0.0", 20).out, "1.0.0", RemoteState())
+    second = release(build_arc(arc_dir, tmp_path / "b", "1.1.0", 30).out, "1.1.0", first)
+    history = parse_changelog(second.readme)
+    assert "- `original/test`: 20 → 30 rows." in history["1.1.0"]
+    staged = build_arc(arc_dir, tmp_path / "c", "1.1.0", 12).out
+    third = parse_changelog(release(staged, "1.3.0", second).readme)
+    assert list(third) == ["1.3.0", "1.1.0", "1.0.0"]
+    assert third["1.1.0"] == history["1.1.0"] and third["1.0.0"] == history["1.0.0"]
+    assert "- `original/test`: 30 → 12 rows." in third["1.3.0"]
+    alone = parse_changelog(release(staged, "2.0.0", RemoteState()).readme)
+    assert list(alone) == ["2.0.0"] and "First release." in alone["2.0.0"]
 
 
 def test_nabench_tags_are_regenerated_and_hand_added_ones_kept(

@@ -208,8 +208,15 @@ def finalize_parts(
     body = _replace(body, LOADING, loading_snippet(repo_id, version, config, split))
 
     entries = parse_changelog(body)
+    if version != manifest.recipe_version:
+        # the build wrote its own entry under its recipe version: released as another
+        # version, that entry names a release that does not exist ("First release.")
+        entries.pop(manifest.recipe_version, None)
     for old_version, text in parse_changelog(previous_readme).items():
-        entries.setdefault(old_version, text)
+        if old_version != version:  # the target's history, not this build's idea of it
+            entries[old_version] = text
+        else:
+            entries.setdefault(old_version, text)
     # This version's entry is this build's: written against the previous card's release (its
     # manifest: a build of another version in `out`, the target's build.json) where that is
     # known, from this build alone where it is not. A previous card's entry for it is never
