@@ -131,7 +131,9 @@ class StagingArea:
             self.out.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
             # a file where a folder above --out must be (`--out notes.txt/build`)
-            blocking = next(p for p in self.out.parents if p.exists() and not p.is_dir())
+            blocking = next(
+                (p for p in self.out.parents if p.exists() and not p.is_dir()), self.out.parent
+            )
             raise OutError(
                 f"--out {out}: {blocking} is a file, not a folder; nothing was written "
                 "(choose another --out)"
