@@ -45,6 +45,14 @@ class BuildOptions:
     # which older versions built as all of them, is rebuilt the same way, not refused
     rebuild: bool = False
 
+    def __post_init__(self) -> None:
+        # `--source ""` (an unset shell variable) was falsy, so the recipe's Hub id was read
+        if self.source is not None and not self.source.strip():
+            raise NabenchError(
+                "--source is empty: give a folder, data file or Hub id, or leave it out "
+                "for the recipe's own source"
+            )
+
 
 @dataclass(frozen=True)
 class BuildResult:

@@ -270,3 +270,28 @@ def test_report_reads_runs_of_an_artifacts_build_with_prior_configs(
     _other_dataset(parquet)
     bad = nabench("report", str(out), "--out", str(tmp_path / "r2"), "--no-plots")
     assert bad.code != 0 and "not items of the build it records" in bad.errors[0], bad.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["build", "mmlu-na", "--labels", "none", "--out"],
+        ["build", "mmlu-na-train", "--labels", "none", "--out"],
+        ["label", "mmlu-na", "--out"],
+    ],
+    ids=["na", "na-train", "label"],
+)
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_source_is_refused_not_read_as_the_recipes_hub_id(
+    command: list[str], empty: str, tmp_path: Path
+) -> None:
+    """`--source "$DATA"` with DATA unset read the recipe's Hub id (a Hub error offline, the
+    Hub's rows online) instead of saying the location is missing."""
+    out = tmp_path / ("labels.parquet" if command[0] == "label" else "out")
+    run = nabench(*command, str(out), "--source", empty, "--limit", "3")
+    assert run.code != 0
+    assert run.stderr.strip().splitlines() == [
+        "error: --source is empty: give a folder, data file or Hub id, or leave it out "
+        "for the recipe's own source"
+    ]
+    assert list(tmp_path.iterdir()) == []
