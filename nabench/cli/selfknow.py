@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -13,10 +14,15 @@ from nabench.cli.group import NabenchGroup
 from nabench.cli.model_flags import FiniteRange, ModelFlags, model_options, run_options
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
-from nabench.core.out_guard import check_folder
-from nabench.llm import ResponseCache, write_stats
-from nabench.selfknow.classify import ClassificationSettings, classify_tasks
-from nabench.selfknow.generate import GenerationSettings, generate_tasks
+from nabench.core.out_guard import OutFile, check_file, check_folder, json_with, parquet_with
+from nabench.llm import ResponseCache, RunStats, write_stats
+from nabench.selfknow.classify import CLASSIFICATIONS_ARROW, ClassificationSettings, classify_tasks
+from nabench.selfknow.generate import (
+    QUARANTINE_ARROW,
+    TASKS_ARROW,
+    GenerationSettings,
+    generate_tasks,
+)
 from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
 from nabench.selfknow.report import (
     REPORT_OUT,
@@ -124,6 +130,19 @@ def _beside(out: Path, suffix: str) -> Path:
     return out.with_name(f"{out.stem}{suffix}")
 
 
+# What generate and classify may replace: only their own tables and run statistics.
+_STATS = (".stats.json", json_with(f.name for f in fields(RunStats)))
+TASKS_OUT = OutFile(
+    "`nabench selfknow generate`",
+    ".parquet",
+    parquet_with(TASKS_ARROW.names),
+    ((".quarantine.parquet", parquet_with(QUARANTINE_ARROW.names)), _STATS),
+)
+CLASSIFIED_OUT = OutFile(
+    "`nabench selfknow classify`", ".parquet", parquet_with(CLASSIFICATIONS_ARROW.names), (_STATS,)
+)
+
+
 @selfknow.command("generate")
 @_model_options
 @click.option(
@@ -173,7 +192,7 @@ def generate_command(
     out: Path,
 ) -> None:
     """Generate a balanced set of feasible/infeasible tasks; quarantine malformed ones."""
-
+    check_file(out, TASKS_OUT)  # before any model call
     settings = GenerationSettings(
         n_per_class=n_per_class,
         styles=tuple(styles or ("vanilla",)),  # type: ignore[arg-type]
@@ -250,6 +269,7 @@ def classify_command(
     """
     import pandas as pd
 
+    check_file(out, CLASSIFIED_OUT)  # before any model call: never the tasks themselves
     try:
         frame = pd.read_parquet(tasks)
     except (OSError, ValueError) as exc:

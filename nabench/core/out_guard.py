@@ -27,11 +27,17 @@ from nabench.core.safe_load import DEFAULT_LIMITS, ParseLimits, load_json_file
 
 __all__ = [
     "OutError",
+    "OutFile",
     "OutKind",
     "OutLock",
     "PreviousBuild",
+    "check_file",
     "check_folder",
     "check_out",
+    "check_parents",
+    "holds_record",
+    "json_with",
+    "parquet_with",
     "remove_stale",
     "say",
 ]
@@ -75,11 +81,25 @@ def _shown(names: list[str]) -> str:
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
+def check_parents(out: Path) -> None:
+    """Refuse an `--out` below a file or a broken link (`--out notes.txt/sub`): making its
+    folder would fail deep inside the command, after work was done."""
+    for parent in Path(out).expanduser().absolute().parents:
+        broken = parent.is_symlink() and not parent.exists()
+        if broken or (parent.exists() and not parent.is_dir()):
+            raise OutError(
+                f"--out {out}: {parent} is {'a broken link' if broken else 'a file'}, not a "
+                "folder; nothing was written (choose another --out)"
+            )
+
+
 def _check_place(out: Path, what: str) -> bool:
-    """Refuse a link, a file, home or root as `out`; whether `out` exists (as a folder).
+    """Refuse a link, a file, home or root as `out`, or an `out` below a file; whether `out`
+    exists (as a folder).
 
     Checked on the path as given, before anything resolves it: `resolve()` follows a link,
     and a link's target is someone else's folder."""
+    check_parents(out)
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise OutError(
             f"--out {out} is a file or a link, not {what}; nothing was written "
@@ -287,3 +307,56 @@ def check_folder(out: Path, kind: OutKind, protect: Iterable[tuple[str, Path]] =
             f"--out {out} holds files that are not {kind.what} ({_shown(foreign)}); "
             "nothing was written: choose a new or empty folder"
         )
+
+
+@dataclass(frozen=True)
+class OutFile:
+    """What a command that writes one file `--out` (and side files `<stem><suffix>` beside
+    it: a summary, a quarantine, run statistics) may replace: only files it wrote, each
+    recognised by its own check."""
+
+    what: str  # "`nabench label`", for the messages
+    suffix: str  # ".parquet"
+    owns: Callable[[Path], bool]
+    beside: tuple[tuple[str, Callable[[Path], bool]], ...] = ()
+
+
+def parquet_with(columns: Iterable[str]) -> Callable[[Path], bool]:
+    """An `OutFile` check: a parquet file whose schema holds every one of `columns`."""
+    wanted = frozenset(columns)
+
+    def owns(path: Path) -> bool:
+        import pyarrow as pa  # here: the guard is on every command's start-up path
+        import pyarrow.parquet as pq
+
+        try:
+            return path.is_file() and set(pq.read_schema(path).names) >= wanted
+        except (OSError, pa.ArrowInvalid):
+            return False
+
+    return owns
+
+
+def json_with(keys: Iterable[str]) -> Callable[[Path], bool]:
+    """An `OutFile` check: a JSON object file holding every one of `keys`."""
+    wanted = frozenset(keys)
+    return lambda path: holds_record(path.name, wanted)(path.parent)
+
+
+def check_file(out: Path, kind: OutFile) -> None:
+    """Refuse a file `--out` (or a side file beside it) this command did not write, a folder,
+    another format's name, or a path below a file: before any model call is made."""
+    check_parents(out)
+    if out.suffix.lower() != kind.suffix:
+        raise OutError(
+            f"--out {out}: {kind.what} writes {kind.suffix} files; name it *{kind.suffix}"
+        )
+    if out.is_dir():
+        raise OutError(f"--out {out} is a folder; give a file, e.g. {out / ('out' + kind.suffix)}")
+    sides = [(out.with_name(out.stem + suffix), owns) for suffix, owns in kind.beside]
+    for path, owns in ((out, kind.owns), *sides):
+        if (path.exists() or path.is_symlink()) and not owns(path):
+            raise OutError(
+                f"--out {out}: {path} exists and was not written by {kind.what}; nothing was "
+                "written: choose another path"
+            )

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from nabench.audit.eligibility import audit_items
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
-from nabench.core.out_guard import holds_record
+from nabench.core.out_guard import OutFile, check_file, json_with, parquet_with
 from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
@@ -43,31 +43,12 @@ _LABEL_COLUMNS = {"id", "na_applicable", "guideline_version", "prompt_sha256", "
 _SUMMARY_KEYS = {"recipe", "guideline_version", "applicable", "not_applicable"}
 
 
-def check_label_out(out: Path) -> None:
-    """Refuse an `--out` that is no `.parquet` path, a folder, or a file (or its
-    `.summary.json`) that a label run did not write: before any request is sent."""
-    if out.suffix.lower() != ".parquet":
-        raise NabenchError(f"--out {out}: labels are written as parquet; name it *.parquet")
-    if out.is_dir():
-        raise NabenchError(f"--out {out} is a folder; give a file, e.g. {out / 'labels.parquet'}")
-    summary = out.with_suffix(".summary.json")
-    for path, ours in ((out, _is_labels_parquet), (summary, _is_label_summary)):
-        if (path.exists() or path.is_symlink()) and not ours(path):
-            raise NabenchError(
-                f"--out {out}: {path} exists and is not written by `nabench label`; "
-                "nothing was written: choose another path"
-            )
-
-
-def _is_labels_parquet(path: Path) -> bool:
-    try:
-        return path.is_file() and set(pq.read_schema(path).names) >= _LABEL_COLUMNS
-    except Exception:
-        return False
-
-
-def _is_label_summary(path: Path) -> bool:
-    return holds_record(path.name, _SUMMARY_KEYS)(path.parent)
+LABELS_OUT = OutFile(
+    "`nabench label`",
+    ".parquet",
+    parquet_with(_LABEL_COLUMNS),
+    ((".summary.json", json_with(_SUMMARY_KEYS)),),
+)
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
@@ -89,7 +70,7 @@ def run_label_command(
     progress: bool,
     chunk_size: int = 16,
 ) -> dict[str, Any]:
-    check_label_out(out)
+    check_file(out, LABELS_OUT)  # before any request is sent
     recipe = load_recipe(recipe_name)
     if getattr(recipe, "kind", "na") != "na":
         raise NabenchError(f"recipe {recipe.name} is not an NA recipe; nothing to label")

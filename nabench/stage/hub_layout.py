@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nabench.core.card_seal import card_sha256, seal_card, unsealed
-from nabench.core.out_guard import OutError, OutLock, check_out, remove_stale, say
+from nabench.core.out_guard import OutLock, check_out, check_parents, remove_stale, say
 from nabench.core.portable import portable_text, portable_tree
 from nabench.core.redact import redact, scrub
 from nabench.core.version import __version__
@@ -127,17 +127,8 @@ class StagingArea:
         from concurrent.futures import ThreadPoolExecutor
 
         self.out = Path(out).expanduser().absolute()
-        try:
-            self.out.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            # a file where a folder above --out must be (`--out notes.txt/build`)
-            blocking = next(
-                (p for p in self.out.parents if p.exists() and not p.is_dir()), self.out.parent
-            )
-            raise OutError(
-                f"--out {out}: {blocking} is a file, not a folder; nothing was written "
-                "(choose another --out)"
-            ) from None
+        check_parents(self.out)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
         self.out = self.out.parent.resolve() / self.out.name
         # One build per target at a time; then refuse to replace anything a build did not
         # write, before a byte is written. Temp folders a killed build left are collected.

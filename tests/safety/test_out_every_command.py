@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from fixtures.scripted import chat_body
 from safety_helpers import nabench, tree_bytes
+
+from nabench.selfknow.generate import TASKS_ARROW
 
 FILE = "test-00000-of-00001.parquet"
 
@@ -265,3 +268,67 @@ def test_label_out_may_replace_its_own_labels(
         run = nabench(*args)
         assert run.code == 0, run.stderr
     assert json.loads(out.with_suffix(".summary.json").read_text())["n"] == 2
+
+
+# -- --out below a file, and the one-file commands of selfknow -----------------------------
+
+
+def _model(server: Any, tmp_path: Path) -> list[str]:
+    return ["--backend", "openai", "--base-url", server.url, "--model", "scripted-model",
+            "--cache", str(tmp_path / "c.sqlite"), "--quiet"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "command", ["build", "eval", "report", "export", "label", "generate", "classify"]
+)
+def test_out_below_a_file_is_refused_by_every_command(
+    mmlu_dir: Path, plain_build: Path, results: Path, tmp_path: Path, scripted_server: Any,
+    command: str,
+) -> None:  # fmt: skip
+    """`--out notes.txt/sub`: eval, report, export lm-eval and selfknow ended in `internal
+    error: NotADirectoryError / FileExistsError`; only a build refused it in one line."""
+    server = scripted_server(lambda path, body, n: (200, chat_body("{}")))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    sub, table = notes / "sub", str(notes / "sub.parquet")
+    args = {
+        "build": ["build", "mmlu-na", "--source", str(mmlu_dir), "--labels", "none",
+                  "--limit", "2", "--out", str(sub)],
+        "eval": ["eval", str(plain_build), "--backend", "reference", "--model", "oracle",
+                 "--out", str(sub)],
+        "report": ["report", str(results), "--out", str(sub)],
+        "export": ["export", "lm-eval", str(plain_build), "--out", str(sub)],
+        "label": ["label", "mmlu-na", "--source", str(mmlu_dir), "--limit", "2",
+                  *_model(server, tmp_path), "--out", table],
+        "generate": ["selfknow", "generate", *_model(server, tmp_path), "--out", table],
+        "classify": ["selfknow", "classify", str(notes), *_model(server, tmp_path),
+                     "--out", table],
+    }[command]  # fmt: skip
+    run = nabench(*args)
+    _refused(run.code, run.errors, run.stderr)
+    assert f"{notes} is a file, not a folder" in run.errors[0]
+    assert notes.read_text() == "my notes\n" and server.posts == []
+
+
+@pytest.mark.parametrize("target", ["user-table", "the-tasks", "stats-clash", "folder", "csv"])
+def test_selfknow_out_it_must_not_write_is_refused_before_any_request(
+    plain_build: Path, tmp_path: Path, scripted_server: Any, target: str
+) -> None:
+    """`selfknow generate/classify --out` overwrote any file there after the model run:
+    a user's parquet, the very tasks being classified, or a `<stem>.stats.json` of theirs."""
+    server = scripted_server(lambda path, body, n: (200, chat_body("{}")))
+    work = tmp_path / "work"
+    (work / "existing").mkdir(parents=True)
+    tasks = work / "tasks.parquet"
+    pq.write_table(TASKS_ARROW.empty_table(), tasks)
+    (work / "run.parquet").write_bytes((plain_build / "original" / FILE).read_bytes())
+    (work / "mine.stats.json").write_text('{"my": "notes"}\n')
+    out = {"user-table": work / "run.parquet", "the-tasks": tasks, "folder": work / "existing",
+           "stats-clash": work / "mine.parquet", "csv": work / "t.csv"}[target]  # fmt: skip
+    before = tree_bytes(work)
+    for command in (["generate"], ["classify", str(tasks)]):
+        if command == ["generate"] and target == "the-tasks":
+            continue  # generate may replace its own tasks table
+        run = nabench("selfknow", *command, *_model(server, tmp_path), "--out", str(out))
+        _refused(run.code, run.errors, run.stderr)
+        assert tree_bytes(work) == before and server.posts == []

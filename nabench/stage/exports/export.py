@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nabench.core.errors import NabenchError, first_line
-from nabench.core.out_guard import OutKind, OutLock, check_folder, remove_stale
+from nabench.core.out_guard import OutKind, OutLock, check_folder, check_parents, remove_stale
 from nabench.core.portable import hub_miss_note, require_location
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
@@ -91,6 +91,7 @@ def export_lm_eval(build: str | Path, out: Path, revision: str | None = None) ->
     files = lm_eval_files(spec, source)
     out = Path(out).expanduser().absolute()
     local = [("the build", source.root)] if isinstance(source, LocalData) else []
+    check_parents(out)  # before the folder above it is made
     out.parent.mkdir(parents=True, exist_ok=True)
     lock = OutLock(out)
     lock.acquire()
