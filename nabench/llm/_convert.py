@@ -9,10 +9,12 @@ the GGUF metadata too.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from nabench.core.errors import NabenchError
+from nabench.core.out_guard import OutKind, check_folder
 
 from ._models import smollm2_gguf_path
 
@@ -22,6 +24,14 @@ CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# What `save_pretrained` of a model and its tokenizer writes: OUT_DIR holding anything else
+# is a user's folder (a project with its own config.json), never written into.
+_HF_FILE = re.compile(
+    r"(config|generation_config|tokenizer|tokenizer_config|special_tokens_map|added_tokens"
+    r"|vocab)\.json|merges\.txt|chat_template\.jinja"
+    r"|model(-\d{5}-of-\d{5})?\.safetensors(\.index\.json)?"
+)
+HF_OUT = OutKind("a converted model folder", lambda rel, _path: bool(_HF_FILE.fullmatch(rel)))
 
 
 def convert_gguf_to_hf(
@@ -32,6 +42,7 @@ def convert_gguf_to_hf(
     Idempotent: an existing complete folder is kept unless `force`.
     """
     out = Path(out_dir)
+    check_folder(out, HF_OUT)
     if not force and (out / "config.json").is_file() and (out / "tokenizer.json").is_file():
         return out
     gguf = Path(gguf_path) if gguf_path else smollm2_gguf_path()

@@ -332,3 +332,16 @@ def test_selfknow_out_it_must_not_write_is_refused_before_any_request(
         run = nabench("selfknow", *command, *_model(server, tmp_path), "--out", str(out))
         _refused(run.code, run.errors, run.stderr)
         assert tree_bytes(work) == before and server.posts == []
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_convert_hf_into_a_user_folder_is_refused(tmp_path: Path, force: list[str]) -> None:
+    """`llm convert-hf PROJECT` wrote config.json, model.safetensors and tokenizer files over
+    whatever PROJECT held (a project's own config.json); it now refuses before converting."""
+    folder = tmp_path / "project"
+    _user_folder(folder)
+    (folder / "config.json").write_text('{"mine": true}\n')
+    before = tree_bytes(folder)
+    run = nabench("llm", "convert-hf", str(folder), *force)
+    _refused(run.code, run.errors, run.stderr)
+    assert "not a converted model folder" in run.errors[0] and tree_bytes(folder) == before
