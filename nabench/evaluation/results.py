@@ -199,17 +199,22 @@ def _build_ids(
         return None
     key = (dataset, config)
     if key not in seen:
-        files = sorted(Path(dataset, config).glob("*.parquet"))
-        if not files or not (Path(dataset) / "build.json").is_file():
-            seen[key] = None
-        else:
-            col = "item_id" if kind == "prior" else "id"
-            # bounded like every read of a build (a bomb is refused naming its file)
-            ids = pa.chunked_array(
-                [read_parquet(f, columns=[col]).column(col).cast(pa.string()) for f in files]
-            )
-            seen[key] = pc.unique(ids)
+        col = "item_id" if kind == "prior" else "id"
+        table = _config_table(dataset, config, [col])
+        ok = table is not None and (Path(dataset) / "build.json").is_file()
+        seen[key] = pc.unique(table.column(col).cast(pa.string())) if ok else None
     return seen[key]
+
+
+def _config_table(dataset: str, config: str, wanted: Sequence[str]) -> pa.Table | None:
+    """The columns among `wanted` of `config` in the local build `dataset`, read bounded like
+    every read of a build (a bomb is refused naming its file); None without parquet files."""
+    files = sorted(Path(dataset, config).glob("*.parquet"))
+    if not files:
+        return None
+    names = set(pq.read_schema(files[0]).names)
+    cols = [c for c in wanted if c in names]
+    return pa.concat_tables([read_parquet(f, columns=cols) for f in files])
 
 
 def _distinct_ids(where: object, ids: pa.ChunkedArray | pa.Array) -> None:
@@ -359,11 +364,11 @@ def load_results(paths: Sequence[str | Path]) -> Results:
 def _build_items(dataset: str, config: str) -> pd.DataFrame:
     """What a local build's `config` asks per item id (question, options, key; an artifact
     build's prompt and target), one string per item to compare."""
-    files = sorted(Path(dataset, config).glob("*.parquet"))
-    names = set(pq.read_schema(files[0]).names)
-    cols = [c for c in _ITEM_CONTENT if c in names]
-    df = pd.concat([read_parquet(f, columns=["id", *cols]).to_pandas() for f in files])
-    content = df[cols].map(lambda v: repr(v.tolist() if hasattr(v, "tolist") else v))
+    table = _config_table(dataset, config, ["id", *_ITEM_CONTENT])
+    if table is None:  # not reached: only runs whose build ids were read are compared
+        raise NabenchError(f"{dataset}: config {config} has no parquet files")
+    df = table.to_pandas()
+    content = df.drop(columns="id").map(lambda v: repr(v.tolist() if hasattr(v, "tolist") else v))
     return pd.Series(content.agg("\x1f".join, axis=1).to_numpy(), index=df["id"].astype(str))
 
 
@@ -422,10 +427,7 @@ def item_texts(summaries: pd.DataFrame) -> dict[str, pd.DataFrame]:
     for config, dataset in zip(summaries["config"], summaries["dataset"], strict=True):
         if config in texts or not isinstance(dataset, str):
             continue
-        files = sorted(Path(dataset, config).glob("*.parquet"))
-        if files:
-            names = set(pq.read_schema(files[0]).names)
-            cols = [c for c in _ITEM_TEXT if c in names]
-            tables = [read_parquet(f, columns=cols).to_pandas() for f in files]  # bounded
-            texts[config] = pd.concat(tables)
+        table = _config_table(dataset, config, _ITEM_TEXT)
+        if table is not None:
+            texts[config] = table.to_pandas()
     return texts
