@@ -14,6 +14,7 @@ the exported task carries, so it pairs with ``original`` like any nabench run.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ __all__ = [
     "Role",
     "category_of",
     "item_texts",
+    "items_sha256",
     "load_results",
     "subject_labels",
 ]
@@ -189,7 +191,7 @@ def _read_responses(parquet: Path) -> tuple[pa.Table, set[str]]:
 
 
 def _build_ids(
-    dataset: object, config: str, seen: dict[tuple[str, str], pa.Array | None], kind: object
+    dataset: object, config: str, seen: dict[tuple[str, ...], Any], kind: object
 ) -> pa.Array | None:
     """The item ids of `config` in the local build a run records (`dataset`), or None when
     that is no local build folder (a Hub id, a build moved away). An individual-prior config
@@ -197,7 +199,7 @@ def _build_ids(
     are the rows' ``item_id``."""
     if not isinstance(dataset, str):
         return None
-    key = (dataset, config)
+    key = ("ids", dataset, config)
     if key not in seen:
         col = "item_id" if kind == "prior" else "id"
         table = _config_table(dataset, config, [col])
@@ -246,7 +248,7 @@ def _check_ids(
 
 
 def _read_config(
-    summary_path: Path, run: str, seen: dict[tuple[str, str], pa.Array | None]
+    summary_path: Path, run: str, seen: dict[tuple[str, ...], Any]
 ) -> tuple[dict[str, Any], pa.Table]:
     summary = load_json_file(summary_path)  # one line naming the file if it is not JSON
     if not isinstance(summary, dict) or not isinstance(summary.get("config"), str):
@@ -259,6 +261,14 @@ def _read_config(
     dataset = summary.get("dataset")
     build = _build_ids(dataset, config, seen, summary.get("kind"))
     _check_ids(parquet, table.column("id"), build, dataset)
+    answered = summary.get("items_sha256")  # absent in runs written before it was kept
+    now = answered and build is not None and items_sha256(dataset, config, table["id"], seen)
+    if now and now != answered:
+        raise NabenchError(
+            f"{summary_path}: the build {dataset} was rebuilt after this run answered it: "
+            f"{config} holds other items under the run's ids now (another seed or source); "
+            "rerun `nabench eval` on it, or report the build the run answered"
+        )
     n = table.num_rows
     source_id = table.column("source_id" if "source_id" in names else "id")  # older results
     # the predicted letter (kappa between configs) and the raw output (the item browser);
@@ -339,7 +349,7 @@ def load_results(paths: Sequence[str | Path]) -> Results:
     names = _run_names(dirs)
     rows: list[dict[str, Any]] = []
     tables: list[pa.Table] = []
-    builds: dict[tuple[str, str], pa.Array | None] = {}  # (dataset, config) -> its item ids
+    builds: dict[tuple[str, ...], Any] = {}  # what was read of each (dataset, config)
     for d in dirs:
         for f in sorted(d.glob("*.summary.json")):
             row, table = _read_config(f, names[d], builds)
@@ -362,14 +372,35 @@ def load_results(paths: Sequence[str | Path]) -> Results:
 
 
 def _build_items(dataset: str, config: str) -> pd.DataFrame:
-    """What a local build's `config` asks per item id (question, options, key; an artifact
-    build's prompt and target), one string per item to compare."""
-    table = _config_table(dataset, config, ["id", *_ITEM_CONTENT])
-    if table is None:  # not reached: only runs whose build ids were read are compared
+    """What a local build's `config` asks per row id (`content`: question, options, key; an
+    artifact build's prompt and target, one string to compare) and each row's `item` (an
+    individual-prior config has a row per option, ``<item>#k``, of item ``item_id``)."""
+    table = _config_table(dataset, config, ["id", "item_id", *_ITEM_CONTENT])
+    if table is None:  # not reached: only configs whose build ids were read are compared
         raise NabenchError(f"{dataset}: config {config} has no parquet files")
-    df = table.to_pandas()
-    content = df.drop(columns="id").map(lambda v: repr(v.tolist() if hasattr(v, "tolist") else v))
-    return pd.Series(content.agg("\x1f".join, axis=1).to_numpy(), index=df["id"].astype(str))
+    df = table.to_pandas().set_index("id")
+    df.index = df.index.astype(str)
+    item = df.pop("item_id").astype(str) if "item_id" in df else df.index.to_series()
+    content = df.map(lambda v: repr(v.tolist() if hasattr(v, "tolist") else v))
+    return pd.DataFrame({"item": item, "content": content.agg("\x1f".join, axis=1)})
+
+
+def items_sha256(
+    dataset: object, config: str, ids: Any, seen: dict[tuple[str, ...], Any] | None = None
+) -> str | None:
+    """One hash of what the local build `dataset` asks in `config` for the items `ids` (all
+    their rows): each summary keeps the one its run answered, and a report refuses a build
+    rebuilt in place since with other items under those ids (another --limit keeps them
+    equal). None for a Hub id or a folder that is no build."""
+    if not isinstance(dataset, str) or not (Path(dataset) / "build.json").is_file():
+        return None
+    seen = {} if seen is None else seen
+    if ("items", dataset, config) not in seen:
+        seen["items", dataset, config] = _build_items(dataset, config)
+    rows = seen["items", dataset, config]
+    wanted = {str(v) for v in (ids.to_pylist() if isinstance(ids, pa.ChunkedArray) else ids)}
+    mine = rows[rows["item"].isin(wanted)].sort_index()
+    return hashlib.sha256("\n".join(mine.index + "\x1e" + mine["content"]).encode()).hexdigest()
 
 
 def _same_items(rows: Sequence[dict[str, Any]]) -> None:
@@ -388,9 +419,9 @@ def _same_items(rows: Sequence[dict[str, Any]]) -> None:
         if len(by_build) < 2:
             continue
         first, *others = by_build
-        ref = _build_items(first, config)
+        ref = _build_items(first, config)["content"]
         for other in others:
-            items = _build_items(other, config)
+            items = _build_items(other, config)["content"]
             shared = ref.index.intersection(items.index)
             differ = shared[ref.loc[shared].to_numpy() != items.loc[shared].to_numpy()]
             if len(differ):

@@ -40,6 +40,7 @@ from nabench.evaluation.prompts import (
     Mode,
     PromptFormat,
 )
+from nabench.evaluation.results import items_sha256
 from nabench.evaluation.run_identity import (
     check_results_out,
     model_slug,
@@ -98,6 +99,9 @@ def evaluate_config(
     """Answers → parse → score → write for one config (the one code path of every run)."""
     produced = producer.produce(items)
     responses = score_outputs(items, produced, producer.model_id, invalid_credit, scoring)
+    # what the run answered, so a report notices the build rebuilt in place under it
+    dataset = (meta or {}).get("dataset")
+    meta = {**(meta or {}), "items_sha256": items_sha256(dataset, items.config, responses["id"])}
     summary = summarise(
         responses,
         config=items.config,

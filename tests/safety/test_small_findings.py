@@ -245,6 +245,32 @@ def test_report_refuses_runs_of_builds_whose_items_differ(
     assert ok.code == 0, ok.stderr
 
 
+def test_report_refuses_a_run_whose_build_was_rebuilt_in_place_with_other_items(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """Summaries recorded the build's path only: a build rebuilt in place with another seed
+    after eval (other na_distractor draws under the same ids) passed the id check, and the
+    report paired the run with items it never answered. Each summary now keeps a hash of
+    the items it answered; a rebuild with a longer --limit keeps them and still reports."""
+    from safety_helpers import build_args
+
+    build, out = tmp_path / "b", tmp_path / "res"
+    assert nabench(*build_args(mmlu_dir, build, "--labels", "none"), "mmlu-na").code == 0
+    run = nabench("eval", str(build), "--backend", "reference", "--model", "oracle",
+                  "--out", str(out), "--quiet")  # fmt: skip
+    assert run.code == 0, run.stderr
+    longer = build_args(mmlu_dir, build, "--labels", "none", limit=14)
+    assert nabench(*longer, "mmlu-na").code == 0
+    ok = nabench("report", str(out), "--out", str(tmp_path / "r1"), "--no-plots")
+    assert ok.code == 0, ok.stderr
+    reseeded = build_args(mmlu_dir, build, "--labels", "none", "--seed", "7")
+    assert nabench(*reseeded, "mmlu-na").code == 0
+    bad = nabench("report", str(out), "--out", str(tmp_path / "r2"), "--no-plots")
+    assert bad.code != 0 and len(bad.errors) == 1, bad.stderr
+    assert "was rebuilt after this run answered it" in bad.errors[0], bad.errors
+    assert "na_distractor" in bad.errors[0] or "na_mixed" in bad.errors[0], bad.errors
+
+
 def test_report_reads_runs_of_an_artifacts_build_with_prior_configs(
     mmlu_dir: Path, tmp_path: Path
 ) -> None:
