@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from nabench.core.rng import Draw, item_choice_index
 from nabench.perturb._base import InsertsText, NATexts, na_texts_field
-from nabench.perturb.rules import Rule, show
+from nabench.perturb.rules import Rule, draw_rule, show
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 from nabench.schemas.recipe import _Spec
 
@@ -70,6 +70,7 @@ class NADistractor(InsertsText):
                 f"replaced_index {v.replaced[i]} must be a distractor now holding the NA text"
             ),
         ),
+        draw_rule(PURPOSE, distractor_indices),
     )
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:

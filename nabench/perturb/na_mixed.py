@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from nabench.core.rng import Draw, item_choice_index
 from nabench.perturb._base import InsertsText, NATexts, na_texts_field
-from nabench.perturb.rules import Rule, show
+from nabench.perturb.rules import Rule, draw_rule, show
 from nabench.schemas.columns import ItemColumns, perturbed_table, replace_at
 from nabench.schemas.recipe import _Spec
 
@@ -83,6 +83,7 @@ class NAMixed(InsertsText):
                 f"key text is {show(v.key_text, i)}: NA where it replaced the gold, else the gold"
             ),
         ),
+        draw_rule(PURPOSE, mixed_indices),
     )
 
     def build(self, items: ItemColumns, seed: int) -> pa.Table:

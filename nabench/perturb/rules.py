@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from nabench.audit.patterns import any_flagged, normalise
 from nabench.core.arrow import ListColumn, as_bool_mask
+from nabench.schemas.columns import ItemColumns
 
 # Item fields a perturbed row copies from its source row (`original_answer` is `answer` there).
 TRACED = ("source", "subject", "question", "original_answer")
@@ -44,13 +45,15 @@ class Rows:
     found in (None for a lone file), `source` the `original` config of its split (None when
     the build has none, or for a lone file), `extra_na_texts` the build's inserted texts,
     `plain_text_variants` the variants whose `na_text` is an ordinary option text, not a
-    phrasing to look for in other options (`Builder.inserted_reason` None)."""
+    phrasing to look for in other options (`Builder.inserted_reason` None), `seed` the
+    build's seed (build.json; None for a lone file)."""
 
     table: pa.Table
     plain_text_variants: frozenset[str]
     config: str | None = None
     source: pa.Table | None = None
     extra_na_texts: tuple[str, ...] = ()
+    seed: int | None = None
 
     @cached_property
     def n(self) -> int:
@@ -79,6 +82,10 @@ class Rows:
     @cached_property
     def replaced(self) -> np.ndarray:
         return _ints(self.table, "replaced_index")
+
+    @cached_property
+    def row_seed(self) -> np.ndarray:
+        return _ints(self.table, "seed")
 
     @cached_property
     def variant(self) -> pa.Array:
@@ -193,8 +200,12 @@ class Rule:
     variants: tuple[str, ...] | None
     broken: Callable[[Rows], np.ndarray]
     explain: Callable[[Rows, int], str]
+    # It reads the build's seed: a lone file or a contribution has none, so it never runs.
+    needs_seed: bool = False
 
     def scope(self, rows: Rows) -> np.ndarray:
+        if self.needs_seed and rows.seed is None:
+            return np.zeros(rows.n, dtype=bool)
         if self.variants is None:
             return np.ones(rows.n, dtype=bool)
         scope = np.zeros(rows.n, dtype=bool)
@@ -211,4 +222,35 @@ def gold_absent_rule(variant: str) -> Rule:
         (variant,),
         lambda v: v.choices.count_equal(v.gold_text) > 0,
         lambda v, i: f"original gold text {show(v.gold_text, i)} is still among the choices",
+    )
+
+
+# A builder's per-item draw of `replaced_index` (`distractor_indices`, `mixed_indices`).
+IndexDraw = Callable[[ItemColumns, int], np.ndarray]
+
+
+def seeded_draw(v: Rows, draw: IndexDraw, at: np.ndarray | None = None) -> np.ndarray:
+    """`draw` recomputed for rows `at` (default all) from the build's seed and their own id,
+    `original_choices` and `original_answer`: the builder's input, so a forger who moves
+    the draw and rehashes the files is still caught."""
+    at = np.arange(v.n) if at is None else at
+    items = pa.table(
+        {"id": v.ids, "choices": v.table.column("original_choices"), "answer": v.orig_answer}
+    ).take(pa.array(at, pa.int64()))
+    with np.errstate(divide="ignore"):  # a row under two options: other rules name it
+        return draw(ItemColumns.from_table(items), int(v.seed or 0))
+
+
+def draw_rule(variant: str, draw: IndexDraw) -> Rule:
+    """`<variant>_drawn`: `replaced_index` is the builder's seeded draw for the row."""
+    return Rule(
+        f"{variant}_drawn",
+        f"`{variant}`: `replaced_index` is the draw of the build's seed and the row's `id`",
+        (variant,),
+        lambda v: v.replaced != seeded_draw(v, draw),
+        lambda v, i: (
+            f"replaced_index {v.replaced[i]} is not {seeded_draw(v, draw, np.array([i]))[0]}, "
+            f"the draw of seed {v.seed} for this id"
+        ),
+        needs_seed=True,
     )

@@ -138,7 +138,7 @@ class NABuild(KindBuild):
         )
 
     def validate(self, staged: Sequence[StagedTable]) -> ValidationReport:
-        return validate_na(staged)
+        return validate_na(staged, self.job.seed)
 
     def manifest(self, staged: Sequence[StagedTable], report: ValidationReport) -> dict[str, Any]:
         job, label_source, redux = self.job, self.label_source, self.redux

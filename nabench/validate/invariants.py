@@ -61,9 +61,10 @@ def row_view(
     config: str | None = None,
     source: pa.Table | None = None,
     extra_na_texts: tuple[str, ...] = (),
+    seed: int | None = None,
 ) -> Rows:
     """The rules' view of a perturbed table, with what the registered variants insert."""
-    return Rows(table, PLAIN_TEXT_VARIANTS, config, source, extra_na_texts)
+    return Rows(table, PLAIN_TEXT_VARIANTS, config, source, extra_na_texts, seed)
 
 
 def _sharing(flag: str) -> tuple[str, ...]:
@@ -164,9 +165,17 @@ def _wrong_variant(v: Rows) -> np.ndarray:
     return v.differs(v.variant, pa.scalar(config_variant(v.config)))
 
 
-# Rules that read a row's config and the `original` config of its split: what a lone file
-# cannot be checked against (`check_perturbed` runs only ROW_RULES).
+# Rules that read a row's config, the `original` config of its split and the build's seed:
+# what a lone file cannot be checked against (`check_perturbed` runs only ROW_RULES).
 BUILD_RULES: tuple[Rule, ...] = (
+    Rule(
+        "seed_of_build",
+        "every row's `seed` is the build's seed (build.json), which its draws are made from",
+        None,
+        # a build.json without a seed (deleted by a forger?) vouches for no row's seed
+        lambda v: np.ones(v.n, dtype=bool) if v.seed is None else v.row_seed != v.seed,
+        lambda v, i: f"seed {v.row_seed[i]} is not the build's seed ({v.seed} in build.json)",
+    ),
     Rule(
         "variant_of_config",
         "every row of a config carries that config's own variant",

@@ -93,10 +93,10 @@ def na_inserted_texts(parts: Sequence[ConfigTable]) -> tuple[str, ...]:
     return tuple(sorted(texts))
 
 
-def validate_na(parts: Sequence[ConfigTable]) -> ValidationReport:
+def validate_na(parts: Sequence[ConfigTable], seed: int | None) -> ValidationReport:
     """Every rule of an NA build: the row schema, the row invariants of each perturbed config
-    (`PERTURBED_RULES`, against the `original` config of its split), the `excluded` and
-    `redux` schemas.
+    (`PERTURBED_RULES`, against the `original` config of its split and the build's `seed`),
+    the `excluded` and `redux` schemas.
     `report.rules` are the rules that ran (what the card lists)."""
     report = ValidationReport()
     originals = {p.split: p.table for p in parts if p.config == "original"}
@@ -114,7 +114,7 @@ def validate_na(parts: Sequence[ConfigTable]) -> ValidationReport:
         report.violations.extend(schema)
         if schema:  # the rules read the columns the schema just found broken
             continue
-        rows = row_view(part.table, part.config, originals.get(part.split), extra)
+        rows = row_view(part.table, part.config, originals.get(part.split), extra, seed)
         violations, names = run_rules(rows, PERTURBED_RULES, part.relpath)
         report.violations.extend(violations)
         ran.update(names)
@@ -282,7 +282,7 @@ def validate_parts(
 ) -> ValidationReport:
     """The validator of `kind` on tables read from disk (settings from the build's manifest)."""
     if kind == "na":
-        return validate_na(parts)
+        return validate_na(parts, manifest.seed)
     if kind == "artifacts":
         return validate_artifacts(parts, text=manifest.text or "stripped")
     if kind == "selfknow":

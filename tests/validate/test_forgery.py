@@ -3,8 +3,9 @@ kind shared by the build and `nabench validate` (issue 22 item 2).
 
 A forger can recompute every sha256 and the card seal (they are unkeyed: `reseal` below
 does it), so the checks here are the ones that hold without a key: the kind inferred from
-the content, each config holding its own variant, card entries inside their config, no
-symlink, and, with `--source`, a rebuild compared row by row.
+the content, each config holding its own variant, every row's seed the build's and its
+draws that seed's, card entries inside their config, no symlink, and, with `--source`, a
+rebuild compared row by row.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def test_card_lists_exactly_the_rules_that_ran(arc_build: Path) -> None:
         Part(p.parent.name, "test", pq.read_table(p), p.relative_to(arc_build).as_posix())
         for p in sorted(arc_build.glob("*/*.parquet"))
     ]
-    ran = validate_na(parts).rules
+    seed = json.loads((arc_build / "build.json").read_text("utf-8"))["seed"]
+    ran = validate_na(parts, seed).rules
     assert listed == [r.name for r in ran]
     variants = {config_variant(p.config) for p in parts if p.config not in {"excluded", "labels"}}
     assert variants == {"original", "na_keyed", "na_distractor", "na_mixed", "all_of_the_above"}
@@ -140,6 +142,7 @@ def test_card_lists_exactly_the_rules_that_ran(arc_build: Path) -> None:
         assert rule.variants is None or variants & set(rule.variants), rule.name
     assert not [n for n in listed if n.startswith(("na_keyed_last", "foreign_key"))]
     assert {"id_in_original", "variant_of_config", "aota_appended"} <= set(listed)
+    assert {"seed_of_build", "na_distractor_drawn", "na_mixed_drawn"} <= set(listed)
 
 
 # -- forgeries caught without the source ------------------------------------------------
@@ -216,6 +219,61 @@ def test_a_deeply_nested_build_json_is_one_line(tmp_path: Path, copy: Path) -> N
     code, output = _validate(copy)
     assert code == 1 and "internal error" not in output
     assert "[manifest_readable]" in output
+
+
+def _forge_row(folder: Path, config: str, row: int, fn: Callable[[dict[str, Any]], None]) -> str:
+    """Row `row` of `config` edited by `fn`; returns its id."""
+    item_id = pq.read_table(folder / config / FILE).column("id")[row].as_py()
+    _rewrite(folder / config / FILE, lambda r: fn(r) if r["id"] == item_id else None)
+    return str(item_id)
+
+
+def test_forged_row_seed_is_named(copy: Path) -> None:
+    """A row's `seed` is the build's seed (build.json): an edited one, rehashed, was accepted."""
+    item_id = _forge_row(copy, "na_keyed", 4, lambda r: r.update(seed=r["seed"] + 1))
+    reseal(copy)
+    code, output = _validate(copy)
+    assert code == 1
+    assert _rules(output) == {"seed_of_build"}, output
+    assert f"id={item_id}: [seed_of_build]" in output
+
+
+def _move_na(row: dict[str, Any]) -> None:
+    """NA moved to another distractor, the option it stood on restored: every other rule
+    of the row still holds."""
+    old, key = row["replaced_index"], row["answer"]
+    new = next(j for j in range(len(row["choices"])) if j not in (old, key))
+    row["choices"] = list(row["original_choices"])
+    row["choices"][new] = row["na_text"]
+    row["replaced_index"] = new
+
+
+@pytest.mark.parametrize("config", ["na_distractor", "na_mixed"])
+def test_forged_draw_is_named(copy: Path, config: str) -> None:
+    """`replaced_index` is the seeded draw of the build's seed and the row's id: a forged draw,
+    rehashed, was accepted (a shortcut planted through which option NA replaces)."""
+    rows = pq.read_table(copy / config / FILE).to_pylist()
+    row = next(i for i, r in enumerate(rows) if r["replaced_index"] != r["answer"])
+    item_id = _forge_row(copy, config, row, _move_na)
+    reseal(copy)
+    code, output = _validate(copy)
+    assert code == 1
+    assert _rules(output) == {f"{config}_drawn"}, output
+    assert f"row {row + 1} id={item_id}: [{config}_drawn]" in output
+
+
+def test_reseeded_build_without_new_draws_is_named(copy: Path) -> None:
+    """build.json's seed and every row's changed together: the draws are not that seed's."""
+    manifest = json.loads((copy / "build.json").read_text("utf-8"))
+    manifest["seed"] += 1
+    (copy / "build.json").write_text(json.dumps(manifest), "utf-8")
+    for path in copy.glob(f"*/{FILE}"):
+        if path.parent.name != "excluded":
+            _rewrite(path, lambda r: r.update(seed=r["seed"] + 1))
+    reseal(copy)
+    code, output = _validate(copy)
+    assert code == 1
+    assert _rules(output) == {"na_distractor_drawn", "na_mixed_drawn"}, output
 
 
 # -- consistent forgeries: only a rebuild from the source catches them ------------------
