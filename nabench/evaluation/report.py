@@ -27,9 +27,10 @@ Jinja template), :mod:`~.plots`. This module builds them and writes the files.
   ``significant_fdr`` (BH-adjusted p < 0.05 within the family), ``mde_80``, and the
   clustered drop test ``clustering``, ``n_clustering_units``, ``cl_diff_low``,
   ``cl_diff_high``, ``cl_p``;
-* ``configs``: accuracy per run × config (with ``role``), ``invalid_rate`` and ``score``
-  (mean item score with the invalid credit; never called accuracy); ``panel``, ``kr20_category``,
-  ``correlations``: the panel tables (numbers null, ``note`` saying why, below 5 models);
+* ``configs``: accuracy per run × config (with ``role``), ``invalid_rate``, ``invalid_credit``
+  and ``score`` (mean item score with that credit; never called accuracy); ``panel``,
+  ``kr20_category``, ``correlations``: the panel tables (numbers null, ``note`` saying why,
+  below 5 models);
 * with ``--protocol``: ``protocol`` (the preset) and ``paper_tables`` (name → rows; see
   :mod:`~nabench.evaluation.paper_report`);
 * with ``--redux``: ``headline_redux``, the headline per run × config × ``redux`` (``ok`` /

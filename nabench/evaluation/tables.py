@@ -51,7 +51,8 @@ def shortcut_wins(shortcuts: pd.DataFrame) -> pd.DataFrame:
 
 
 # Of a run's settings, what Markdown shows (the HTML page shows them all).
-RUN_COLUMNS_MD = ("run", "role", "model", "mode", "backend", "configs")
+RUN_COLUMNS_MD = ("run", "role", "model", "mode", "backend", "invalid_rate", "invalid_credit",
+                  "configs")  # fmt: skip
 SHORTCUT_COLUMNS = ["config", "run", "strategy", "n", "accuracy", "ci_low", "ci_high",
                     "majority_baseline", "margin", "beats_majority"]  # fmt: skip
 
@@ -68,15 +69,18 @@ def with_ci(df: pd.DataFrame) -> pd.DataFrame:
 
 def runs_table(results: Results) -> pd.DataFrame:
     """One row per run (nabench and harness runs alike): role, model, backend, mode, the
-    settings its first config's summary records, and its configs."""
+    settings its first config's summary records, its share of invalid answers (over all its
+    configs) beside the credit `score` gives one, and its configs."""
     s = results.summaries
-    first = {k: (k, "first") for k in ("model", "mode", "backend", *RUN_SETTINGS)}
+    first = {k: (k, "first") for k in ("model", "mode", "backend", "invalid_credit", *RUN_SETTINGS)}
     runs = (
         s.groupby("run", sort=False)
         .agg(**first, configs=("config", lambda c: ", ".join(map(str, c))))
         .reset_index()
     )
     runs.insert(1, "role", runs["run"].map(results.roles()))
+    invalid = results.responses.groupby("run", sort=False, observed=True)["invalid"].mean()
+    runs.insert(5, "invalid_rate", runs["run"].map(invalid))
     return runs
 
 
@@ -84,6 +88,7 @@ def config_table(results: Results) -> pd.DataFrame:
     """Accuracy (share correct) with CIs, invalid rate, the score with the invalid credit,
     majority baseline and the test of the accuracy's gain over it, per run × config."""
     roles = results.roles()
+    credit = results.summaries.set_index(["run", "config"])["invalid_credit"]
     out = []
     for (run, config), g in results.responses.groupby(["run", "config"], sort=False):
         correct = g["correct"].to_numpy(np.float64)
@@ -98,6 +103,7 @@ def config_table(results: Results) -> pd.DataFrame:
                 "n": len(g),
                 **ci.fields(True),
                 "invalid_rate": float(g["invalid"].mean()),
+                "invalid_credit": credit.get((run, config)),
                 **score_fields(g["score"].to_numpy(np.float64)),
                 "majority_baseline": base,
                 "gain": ci.accuracy - base,

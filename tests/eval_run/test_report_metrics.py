@@ -284,3 +284,34 @@ def test_rows_without_a_subject_are_reported_as_none(tmp_path: Path) -> None:
     per_subject = pd.read_csv(out / "tables" / "headline_subjects.csv")
     assert per_subject.loc[per_subject["subject"] == "(none)", "n"].tolist() == [10]
     assert per_subject["n"].sum() == 30
+
+
+def _md_rows(section: str) -> list[dict[str, str]]:
+    """The rows of the first pipe table in ``section``, as column → cell."""
+    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
+    cols = [c.strip() for c in lines[0].strip("|").split("|")]
+    return [dict(zip(cols, (c.strip() for c in ln.strip("|").split("|")), strict=True))
+            for ln in lines[2:]]  # fmt: skip
+
+
+def test_each_runs_invalid_rate_and_invalid_credit_are_shown(tmp_path: Path) -> None:
+    """Accuracy counts an invalid answer wrong, `score` gives it the run's credit: the runs
+    tables of report.md and report.html showed neither the credit nor the run's invalid
+    share, and report.json had no credit, so the two could not be told apart per run."""
+    root = tmp_path / "res"
+    n = 40
+    _write(root, "m", "original", np.ones(n, bool), invalid=np.arange(n) % 4 == 0)  # 10 of 40
+    _write(root, "m", "na_keyed", np.ones(n, bool))
+    write_report([root], tmp_path / "r", plots=False)
+    md = (tmp_path / "r" / "report.md").read_text()
+    (run,) = _md_rows(md.split("## Runs")[1].split("Models (the panel)")[0])
+    assert (run["invalid_rate"], run["invalid_credit"]) == ("0.125", "0.250")  # 10 of 80
+    html = (tmp_path / "r" / "report.html").read_text()
+    runs_html = html.split('id="runs"')[1].split("</table>")[0]
+    assert ">invalid_rate</th>" in runs_html and ">invalid_credit</th>" in runs_html
+    configs = json.loads((tmp_path / "r" / "report.json").read_text())["configs"]
+    assert {(c["config"], c["invalid_rate"], c["invalid_credit"]) for c in configs} == {
+        ("original", 0.25, 0.25),
+        ("na_keyed", 0.0, 0.25),
+    }
+
