@@ -145,14 +145,23 @@ def report_members(results: Results) -> tuple[Results, list[str]]:
 
 def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
     """One line per config whose panel lost items (or all of them) because the model runs'
-    ids differ: a panel is over the items every member answered."""
+    ids differ: a panel is over the items every member answered; and one per config with
+    model runs whose every answer is invalid (left out of its panel)."""
     r = results.responses
     r = r[r["run"].isin(results.models)]
     sizes = r.groupby(["config", "run"], sort=False, observed=True).size()
+    none_valid = r.groupby(["config", "run"], sort=False, observed=True)["invalid"].all()
     by_config = {p.config: p for p in panels}
     notes = []
     for config in dict.fromkeys(r["config"].astype(str)):
+        if runs := [str(run) for (c, run), v in none_valid.items() if c == config and v]:
+            notes.append(
+                f"config {config}: run(s) {', '.join(runs)} gave every answer invalid (none "
+                "parsed): left out of its panel (KR-20, D, correlations), kept in the tables"
+            )
         p = by_config.get(config)
+        if p is None and len(runs) == int(sizes[config].size):
+            continue  # every model run is all invalid: said above
         if p is None:
             notes.append(
                 f"config {config}: no item every model run answered (ids differ between "

@@ -3,9 +3,10 @@
 Reference strategies (``oracle``, ``always-a``, …) are baselines, never panel members:
 an oracle and a constant answer make KR-20 read 1.000 whatever the items are. The panel
 of a config: its model runs whose items cover at least ``min_coverage`` of the largest
-model run's items (default 1.0: all of them); the items are those every panel run
-answered. Panel statistics need at least :data:`MIN_MODELS` models; with fewer, every
-cell says ``needs ≥ 5 models`` instead of a number.
+model run's items (default 1.0: all of them), less any run whose every answer there is
+invalid; the items are those every panel run answered. Panel statistics need at least
+:data:`MIN_MODELS` models; with fewer, every cell says ``needs ≥ 5 models`` instead of a
+number.
 """
 
 from __future__ import annotations
@@ -70,9 +71,12 @@ def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Pane
     r = results.responses
     r = r[(r["config"] == config) & r["run"].isin(models)]
     sizes = r.groupby("run", sort=False).size()
-    if sizes.empty:
+    # a run whose every answer is invalid measured nothing: its all-wrong row would only
+    # widen the spread of totals and raise KR-20 (members.panel_notes says it is left out)
+    measured = sizes[~r.groupby("run", sort=False)["invalid"].all()]
+    if measured.empty:
         return None
-    keep = [str(run) for run, n in sizes.items() if n >= min_coverage * sizes.max()]
+    keep = [str(run) for run, n in measured.items() if n >= min_coverage * measured.max()]
     left_out = [str(run) for run in sizes.index if run not in keep]
     r = r[r["run"].isin(keep)]
     # one pivot instead of a per-run lookup: items × runs, items all kept runs answered

@@ -315,3 +315,30 @@ def test_each_runs_invalid_rate_and_invalid_credit_are_shown(tmp_path: Path) -> 
         ("na_keyed", 0.0, 0.25),
     }
 
+
+def test_a_run_whose_answers_are_all_invalid_is_kept_out_of_the_panel(tmp_path: Path) -> None:
+    """A run that parsed no answer (a broken prompt format, a dead endpoint) measured
+    nothing, yet its all-wrong row joined the panel without a word and raised KR-20 (0.950
+    to 0.967 in a reviewer's test). It keeps its accuracy rows, leaves KR-20, D and the
+    correlations, and a note says so in report.md, report.json and report.html."""
+    root = tmp_path / "res"
+    scores = _abilities(6, 60, 1)
+    for i in range(6):
+        for config in ("original", "na_keyed"):
+            _write(root, f"m{i}", config, scores[i])
+    for config in ("original", "na_keyed"):
+        _write(root, "broken", config, np.zeros(60, bool), invalid=np.ones(60, bool))
+    rep = write_report([root], tmp_path / "r", plots=False)
+    panel = rep.tables["panel"].set_index("config")
+    for config in ("original", "na_keyed"):
+        assert panel.loc[config, "n_models"] == 6
+        assert panel.loc[config, "kr20"] == pytest.approx(_kr20(scores.astype(float)))
+        assert panel.loc[config, "left_out"] == "broken"
+    assert rep.tables["correlations"]["n_models"].tolist() == [6]
+    assert "broken" in set(rep.tables["configs"]["run"])  # its accuracy is still reported
+    notes = [n for n in rep.notes if "broken" in n]
+    assert len(notes) == 2 and all("every answer invalid" in n for n in notes)
+    out = tmp_path / "r"
+    assert notes[0] in (out / "report.md").read_text()
+    assert notes[0] in json.loads((out / "report.json").read_text())["notes"]
+    assert notes[0] in (out / "report.html").read_text()

@@ -104,6 +104,7 @@ def _context(report: Report, out: Path) -> dict[str, Any]:
         "runs": html_table(runs_table(res)),
         "models": res.models,
         "baselines": res.baselines,
+        "notes": report.notes,
         "plots": _plots(report, out),
         "data": encode_payload(payload),
         "n_items": len(payload["ids"]),
