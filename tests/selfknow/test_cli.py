@@ -112,6 +112,21 @@ def test_invalid_rows_reported(tmp_path: Path) -> None:
     assert "generated_class='perhaps'" in result.stdout
 
 
+@pytest.mark.parametrize("body", ["perhaps,,Feasible,\nFeasible,,maybe,\n", ""])
+def test_no_valid_row_is_refused(tmp_path: Path, body: str) -> None:
+    """Every row invalid (or none at all): it printed n 0 and every score undefined and
+    exited 0, metrics of nothing; like `nabench eval` on no items, it is one error line."""
+    path = tmp_path / "t.csv"
+    header = "generated_class,generated_reason,classified_class,classified_reason\n"
+    path.write_text(header + body, encoding="utf-8")
+    for extra in ([], ["--json"], ["--out", str(tmp_path / "rep")]):
+        result = CliRunner().invoke(selfknow, ["metrics", str(path), *extra])
+        assert result.exit_code == 2 and result.stdout == ""
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("error: ") and "nothing to score" in line
+        assert not (tmp_path / "rep").exists()
+
+
 def test_out_writes_report_and_charts(reference_files: list[Path], tmp_path: Path) -> None:
     path = _gpt4o_vanilla(reference_files)
     out = tmp_path / "report"
