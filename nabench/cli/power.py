@@ -8,7 +8,7 @@ from nabench.cli.model_flags import FiniteRange
 
 # Top level (nabench imports no module inside a function); `nabench --help` does not load
 # this module (cli.root lists the commands without importing them).
-from nabench.stats.power import planned_mde
+from nabench.stats.power import planned_mde, rho_bounds
 
 __all__ = ["power_cmd"]
 
@@ -36,6 +36,16 @@ def power_cmd(items: int, acc: float, rho: float, alpha: float, target: float) -
             f"power {target:g} must exceed alpha {alpha:g}", param_hint="'--power'"
         )
     drop = float(planned_mde(items, acc, rho, alpha, target))
+    # rho is of the outcomes at accuracies acc and acc − drop: beyond their Fréchet bounds
+    # no joint distribution exists (rho 1 with a drop), and the drop above is of the bound's
+    lo, hi = rho_bounds(acc, acc - min(drop, acc))
+    if not lo - 1e-9 <= rho <= hi + 1e-9:
+        raise click.BadParameter(
+            f"{rho:g} is impossible at accuracies {acc:.3f} and {acc - drop:.3f} (original, "
+            "and the variant at the detectable drop): their outcomes correlate within "
+            f"[{lo:.4f}, {hi:.4f}] (Fréchet bounds)",
+            param_hint="'--rho'",
+        )
     click.echo(
         f"items {items}, accuracy {acc:.3f}, rho {rho:.2f}: "
         f"minimum detectable drop at {target:.0%} power, alpha {alpha:g}: "

@@ -45,6 +45,7 @@ __all__ = [
     "mde",
     "mde_of_counts",
     "planned_mde",
+    "rho_bounds",
 ]
 
 ALPHA = 0.05
@@ -64,9 +65,20 @@ def discordance(acc: ArrayLike, rho: ArrayLike = 0.0, drop: ArrayLike = 0.0) -> 
         raise ValueError("accuracy must lie in [0, 1]")
     if np.any((r < -1.0) | (r > 1.0)):
         raise ValueError("rho must lie in [-1, 1]")
-    q = np.clip(p - np.asarray(drop, dtype=np.float64), 0.0, 1.0)
-    both = p * q + r * np.sqrt(p * (1.0 - p) * q * (1.0 - q))
-    return p + q - 2.0 * both
+    # the cells the exact power uses: a rho outside the Fréchet bounds gave ψ < |drop| here
+    orig_only, variant_only = _cells(p, r, np.asarray(drop, dtype=np.float64))
+    return orig_only + variant_only
+
+
+def rho_bounds(acc: float, variant: float) -> tuple[float, float]:
+    """The Fréchet bounds: the correlations two 0/1 outcomes of accuracies ``acc`` and
+    ``variant`` can have (P(both) in [max(0, acc + variant − 1), min(acc, variant)]);
+    (-1, 1) where one is constant (no correlation is defined, none is refused)."""
+    sd = float(np.sqrt(acc * (1.0 - acc) * variant * (1.0 - variant)))
+    if sd == 0.0:
+        return -1.0, 1.0
+    both = acc * variant
+    return (max(0.0, acc + variant - 1.0) - both) / sd, (min(acc, variant) - both) / sd
 
 
 def _solve(

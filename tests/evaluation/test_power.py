@@ -120,3 +120,41 @@ def test_power_refuses_nan_and_a_power_at_or_below_alpha(flag: list[str], messag
     res = CliRunner().invoke(main, ["power", "--items", "200", "--acc", "0.7", *flag])
     assert res.exit_code == 2, res.output
     assert message in res.output and "internal error" not in res.output
+
+
+def _power_cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(main, ["power", "--acc", "0.7", *args])
+    return res.exit_code, res.output
+
+
+def test_rho_bounds_are_the_frechet_bounds() -> None:
+    """P(both right) lies in [max(0, p + q − 1), min(p, q)]: at p 0.7, q 0.6 the
+    correlation lies in [(0.3 − 0.42) / √(0.21 · 0.24), (0.6 − 0.42) / √(0.21 · 0.24)]."""
+    from nabench.stats.power import rho_bounds
+
+    lo, hi = rho_bounds(0.7, 0.6)
+    assert (lo, hi) == (pytest.approx(-0.534522, abs=1e-6), pytest.approx(0.801784, abs=1e-6))
+    assert rho_bounds(0.5, 0.5) == pytest.approx((-1.0, 1.0))
+    # the normal formula (over 400 items) used ψ = p + q − 2 P(both) with P(both) above
+    # min(p, q) at rho 1: a discordance below the drop itself, 0.11 points at n = 1000
+    assert float(discordance(0.7, 1.0, 0.1)) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("items", ["200", "1000"])  # the exact power, the normal formula
+@pytest.mark.parametrize("rho", ["1", "-1"])
+def test_power_refuses_a_rho_no_joint_distribution_has(items: str, rho: str) -> None:
+    """Two 0/1 outcomes of accuracies p and p − drop (drop > 0) never correlate 1 (nor -1):
+    `--rho 1` printed 3.92 points at 200 items (clipped in silence) and 0.11 at 1000 (from
+    an impossible discordance). It is refused naming the range; just inside it is an
+    answer, just outside a refusal."""
+    code, out = _power_cli("--items", items, "--rho", rho)
+    assert code == 2 and "points" not in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("Error:")]
+    assert "'--rho'" in line and "Fréchet" in line
+    lo, hi = (float(x) for x in line.split("within [", 1)[1].split("]", 1)[0].split(", "))
+    assert -1.0 < lo < 0.0 < hi < 1.0
+    edge = hi if rho == "1" else lo
+    step = 0.002 if rho == "1" else -0.002
+    inside = _power_cli("--items", items, "--rho", f"{edge - step:.4f}")
+    assert inside[0] == 0 and "points" in inside[1], inside[1]
+    assert _power_cli("--items", items, "--rho", f"{edge + step:.4f}")[0] == 2
