@@ -163,8 +163,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _read_responses(parquet: Path) -> tuple[pa.Table, set[str]]:
-    """A run's responses: every report column present, scores finite numbers in [0, 1];
-    anything else is one error line naming the file (never Arrow's bare exception)."""
+    """A run's responses: every report column present, scores finite numbers in [0, 1], no
+    correct / invalid cell missing; anything else is one error line naming the file (never
+    Arrow's bare exception)."""
     try:
         names = set(pq.read_schema(parquet).names)
         missing = [c for c in _COLUMNS if c not in names]
@@ -186,6 +187,13 @@ def _read_responses(parquet: Path) -> tuple[pa.Table, set[str]]:
         raise NabenchError(
             f"{parquet}: {bad.as_py()} score(s) missing, NaN, infinite or outside [0, 1]; "
             "a report over them would be wrong: rerun `nabench eval` for this config"
+        )
+    # `nabench eval` decides right and invalid when it scores; a missing cell was counted
+    # out of the invalid rate by one table and as valid by the headline
+    nulls = [f"{n} {c}" for c in ("correct", "invalid") if (n := table.column(c).null_count)]
+    if nulls:
+        raise NabenchError(
+            f"{parquet}: {', '.join(nulls)} value(s) missing: rerun `nabench eval` for this config"
         )
     return table.set_column(table.schema.get_field_index("score"), "score", score), names
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -117,6 +118,16 @@ def _nan_score(path: Path) -> None:
     pq.write_table(table.set_column(i, "score", pa.array(scores, pa.float64())), path)
 
 
+def _null_outcome(path: Path, column: str = "invalid") -> None:
+    """A missing `invalid` (or `correct`) cell: the configs table counted it out of the
+    invalid rate, the headline as valid (0.5 vs 0.25 of four rows), a missing `correct` was
+    an internal error."""
+    table = pq.read_table(path)
+    values = [None, *table.column(column).to_pylist()[1:]]
+    i = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(i, column, pa.array(values, pa.bool_())), path)
+
+
 def _other_dataset(path: Path) -> None:
     """ARC's ids under the MMLU build's name: a run of another dataset."""
     table = pq.read_table(path)
@@ -146,9 +157,11 @@ def _duplicate_row(path: Path) -> None:
     ("edit", "says"),
     [(_corrupt, "cannot read the responses"), (_duplicate_row, "answered more than once"),
      (_bomb, "a decompression bomb?"), (_drop_score, "missing column(s) score"),
-     (_nan_score, "NaN"),
+     (_nan_score, "NaN"), (_null_outcome, "1 invalid value(s) missing"),
+     (functools.partial(_null_outcome, column="correct"), "1 correct value(s) missing"),
      (_other_dataset, "12 of 12 id(s) are not items of the build it records")],
-    ids=["corrupt", "duplicate-row", "bomb", "missing-column", "nan-score", "another-dataset"],
+    ids=["corrupt", "duplicate-row", "bomb", "missing-column", "nan-score", "null-invalid",
+         "null-correct", "another-dataset"],
 )  # fmt: skip
 def test_report_names_the_file_and_the_problem(
     results: Path, tmp_path: Path, edit: object, says: str
