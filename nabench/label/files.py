@@ -2,7 +2,8 @@
 
 `na_applicable` holds booleans: parquet / JSON booleans, CSV `true` / `false` (any case), and
 null or an empty CSV cell for no label (an invalid label). Anything else (0/1, yes/no, a
-float, text in a parquet or JSON file) is refused, never read as a boolean.
+float, text in a parquet or JSON file) is refused, never read as a boolean. A CSV's ids and
+cells are trimmed of surrounding spaces.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def read_labels(path: Path) -> pd.DataFrame:
     if missing:
         raise NabenchError(f"{path}: labels file lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
+    if suffix == ".csv":  # a CSV cell is text: trimmed, as its booleans are (hand-edited ids)
+        frame["id"] = frame["id"].str.strip()
     frame["na_applicable"] = _booleans(path, frame, text=suffix == ".csv")
     if frame["id"].duplicated().any():
         dup = frame.loc[frame["id"].duplicated(), "id"].iloc[0]

@@ -99,3 +99,15 @@ def test_a_float_column_says_what_was_found_not_a_labeler_hint(
     assert "float" in line or "number" in line, line
     assert "labeler" not in line and "raw output" not in line, line
     assert not (tmp_path / "o").exists()
+
+
+def test_csv_ids_padded_with_spaces_are_compared(tmp_path: Path) -> None:
+    """A hand-edited CSV's ` mmlu/all/test/00001 ` is that item (CSV cells are trimmed, as
+    its booleans are), not an id counted as `not compared`."""
+    llm = _csv(tmp_path / "llm.csv", ["true", "false"] * 6)
+    human = tmp_path / "human.csv"
+    human.write_text("id,na_applicable\n" + "".join(f" {i} ,true\n" for i in IDS[::2]))
+    run = CliRunner().invoke(main, ["agree", str(llm), str(human), "--json"])
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.output)
+    assert result["n"] == len(IDS[::2]) and result["excluded"]["only_in_human"] == 0, result
