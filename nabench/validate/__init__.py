@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,14 +43,56 @@ def read_rows(path: Path) -> pa.Table:
         if path.suffix in {".jsonl", ".json"}:
             import pandas as pd
 
-            return pa.Table.from_pandas(
-                pd.read_json(path, lines=True, dtype=False), preserve_index=False
-            )
+            frame = pd.read_json(path, lines=True, dtype=False)
+            return pa.Table.from_pandas(frame, preserve_index=False)
     except UnsafeInput:
         raise
     except Exception as exc:
-        raise NabenchError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+        why = _jsonl_problem(path) if path.suffix != ".parquet" else None
+        raise NabenchError(
+            f"{path}: {why or f'cannot read ({type(exc).__name__}: {exc})'}"
+        ) from None
     raise NabenchError(f"{path}: expected a .parquet or .jsonl file")
+
+
+def _jsonl_problem(path: Path) -> str | None:
+    """The line a JSONL file cannot be read at (pandas and Arrow name neither line nor id):
+    no JSON object, or a field whose value's type differs from an earlier row's."""
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, ValueError):
+        return None
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for n, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                return f"line {n}: invalid JSON ({exc})"
+            if not isinstance(row, dict):
+                return f"line {n}: {type(row).__name__} {row!r:.40}, not a JSON object"
+            rows.append((n, row))
+    for name in dict.fromkeys(k for _, row in rows for k in row):
+        values = [row.get(name) for _, row in rows]
+        if _mixes(values):  # the first row that cannot join the ones before it, and a witness
+            i = bisect.bisect_left(range(len(values)), True, key=lambda k: _mixes(values[: k + 1]))
+            j = next((j for j in range(i) if _mixes([values[j], values[i]])), None)
+            return _at(rows[i], name) + ("" if j is None else f", where {_at(rows[j], name)}")
+    return None
+
+
+def _at(line: tuple[int, dict[str, Any]], name: str) -> str:
+    (n, row), value = line, line[1][name]
+    return f"line {n} (id {row.get('id')!r}) has {name!r} {value!r:.40} ({type(value).__name__})"
+
+
+def _mixes(values: list[Any]) -> bool:
+    """Whether Arrow cannot make one column of `values` (a number and text, say)."""
+    try:
+        pa.array(values)
+    except (pa.ArrowException, ValueError, TypeError):
+        return True
+    return False
 
 
 def table_kind(table: pa.Table) -> str:

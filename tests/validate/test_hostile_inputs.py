@@ -257,3 +257,18 @@ def test_shipped_workflow_command_passes(tmp_path: Path, mmlu_dir: Path) -> None
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OK: 6 row(s) in 1 file(s), 0 violations" in proc.stdout
+
+
+def test_a_jsonl_value_of_the_wrong_type_names_its_line_id_and_field(tmp_path: Path) -> None:
+    """`answer: "1"` among integers was `cannot read (ArrowInvalid: ...)`, naming no row."""
+    rows = [
+        {"id": f"mmlu/all/test/{i:05d}", "source": "mmlu", "subject": "x", "question": "q?"}
+        | {"choices": ["a", "b", "c", "d"], "answer": "1" if i == 1 else i}
+        for i in range(3)
+    ]
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = CliRunner().invoke(main, ["validate", str(path)])
+    assert run.exit_code != 0 and "Traceback" not in run.output, run.output
+    (line,) = [x for x in run.output.splitlines() if x.startswith("error:")]
+    assert "line 2 " in line and "mmlu/all/test/00001" in line and "'answer'" in line, line
