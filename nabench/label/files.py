@@ -34,7 +34,7 @@ def read_labels(path: Path) -> pd.DataFrame:
         elif suffix == ".csv":
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         elif suffix in {".jsonl", ".json"}:
-            frame = pd.read_json(path, lines=suffix == ".jsonl", dtype=False)
+            frame = pd.read_json(path, lines=suffix == ".jsonl", dtype=False, encoding="utf-8-sig")
         else:
             raise NabenchError(f"{path}: labels must be .parquet, .csv or .jsonl")
     except NabenchError:

@@ -43,7 +43,7 @@ def read_rows(path: Path) -> pa.Table:
         if path.suffix in {".jsonl", ".json"}:
             import pandas as pd
 
-            frame = pd.read_json(path, lines=True, dtype=False)
+            frame = pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
             return pa.Table.from_pandas(frame, preserve_index=False)
     except UnsafeInput:
         raise

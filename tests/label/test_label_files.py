@@ -111,3 +111,9 @@ def test_csv_ids_padded_with_spaces_are_compared(tmp_path: Path) -> None:
     assert run.exit_code == 0, run.output
     result = json.loads(run.output)
     assert result["n"] == len(IDS[::2]) and result["excluded"]["only_in_human"] == 0, result
+
+
+def test_a_jsonl_labels_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    path.write_text(_jsonl(tmp_path / "plain.jsonl", [True, False]).read_text(), "utf-8-sig")
+    assert read_labels(path)["na_applicable"].tolist() == [True, False]

@@ -272,3 +272,13 @@ def test_a_jsonl_value_of_the_wrong_type_names_its_line_id_and_field(tmp_path: P
     assert run.exit_code != 0 and "Traceback" not in run.output, run.output
     (line,) = [x for x in run.output.splitlines() if x.startswith("error:")]
     assert "line 2 " in line and "mmlu/all/test/00001" in line and "'answer'" in line, line
+
+
+def test_a_jsonl_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A UTF-8 BOM (Windows editors write one) was `cannot read (ValueError: Expected object
+    or value at position 0)`; it is no part of the first row."""
+    row = {"id": "mmlu/all/test/00000", "source": "mmlu", "subject": "x", "question": "q?"}
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps(row | {"choices": ["a", "b"], "answer": 1}) + "\n", "utf-8-sig")
+    run = CliRunner().invoke(main, ["validate", str(path)])
+    assert run.exit_code == 0 and "1 row(s)" in run.output, run.output
