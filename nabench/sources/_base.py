@@ -171,10 +171,18 @@ def _split_named(path: Path) -> str | None:
     return word if word in _SPLIT_WORDS else None
 
 
-def check_file_split(path: Path, split: str) -> None:
-    """A single data file read as `split` must not be named for another split: the items'
-    ids name the split (`mmlu/all/test/00000`), so validation rows got test items' ids."""
-    named = _split_named(path) if path.is_file() else None
+def check_file_split(path: Path, split: str, splits: Sequence[str]) -> None:
+    """A single data file read as `split` must be named for it (unless `splits`, the source's,
+    are that one): the items' ids name the split (`mmlu/all/test/00000`), so validation rows
+    read from `validation-...parquet` or `mydata.parquet` as split test got test items' ids."""
+    if not path.is_file():
+        return
+    named = _split_named(path)
+    if named is None and len(splits) > 1:
+        raise SourceError(
+            f"{path}: the file's name names no split, and the built ids name the split: "
+            f"rename it {split}{path.suffix} to read it as split {split!r}"
+        )
     if named is not None and split not in _SPLIT_WORDS[named]:
         raise SourceError(
             f"{path}: the file's name says split {named!r}, but split {split!r} is being "
@@ -349,7 +357,7 @@ class Source(ABC):
         config = config or self.default_config
         self.check_split(split)
         if location is not None:
-            check_file_split(Path(location).expanduser(), split)
+            check_file_split(Path(location).expanduser(), split, self.splits)
         raw, origin, fingerprint, files = read_split(
             location or self.hub_id, config, split, revision
         )

@@ -224,12 +224,13 @@ def test_corrupt_answer_missing_column_and_recipe_typo_fail_cleanly(
 ) -> None:
     table = pq.read_table(mmlu_dir / "all" / "dev-00000-of-00001.parquet")
     bad = table.set_column(3, "answer", pa.array([9] * table.num_rows, pa.int64()))
-    pq.write_table(bad, tmp_path / "bad_answer.parquet")
+    (tmp_path / "bad").mkdir()  # files named for their split: `--source` reads one as it
+    pq.write_table(bad, tmp_path / "bad" / "test.parquet")
     code, output = _cli(
         "build",
         "mmlu-na",
         "--source",
-        str(tmp_path / "bad_answer.parquet"),
+        str(tmp_path / "bad" / "test.parquet"),
         "--labels",
         "none",
         "--out",
@@ -238,12 +239,12 @@ def test_corrupt_answer_missing_column_and_recipe_typo_fail_cleanly(
     )
     assert code != 0 and "out of range" in output and "Traceback" not in output
 
-    pq.write_table(table.drop(["choices"]), tmp_path / "no_choices.parquet")
+    pq.write_table(table.drop(["choices"]), tmp_path / "test.parquet")
     code, output = _cli(
         "build",
         "mmlu-na",
         "--source",
-        str(tmp_path / "no_choices.parquet"),
+        str(tmp_path / "test.parquet"),
         "--labels",
         "none",
         "--out",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -107,7 +108,7 @@ def test_gpqa_local_csv_file(gpqa_dir: Path) -> None:
 
 def test_missing_column_is_a_clear_error(tmp_path: Path, mmlu_dir: Path) -> None:
     table = pq.read_table(mmlu_dir / "all" / "dev-00000-of-00001.parquet").drop(["answer"])
-    path = tmp_path / "broken.parquet"
+    path = tmp_path / "test.parquet"  # named for its split
     pq.write_table(table, path)
     with pytest.raises(SourceError, match=r"missing column.*'answer'"):
         get_source("mmlu").load("test", location=str(path))
@@ -118,7 +119,7 @@ def test_answer_out_of_range_names_the_row(tmp_path: Path, mmlu_dir: Path) -> No
     answers = table.column("answer").to_pylist()
     answers[7] = 4
     table = table.set_column(3, "answer", pa.array(answers, pa.int64()))
-    path = tmp_path / "broken.parquet"
+    path = tmp_path / "test.parquet"  # named for its split
     pq.write_table(table, path)
     with pytest.raises(SourceError, match=r"mmlu/all/test/00007: answer 4 is out of range"):
         get_source("mmlu").load("test", location=str(path))
@@ -142,9 +143,24 @@ def test_a_file_named_for_another_split_is_not_read_as_the_asked_split(
         mmlu.load("test", location=str(validation))
     with pytest.raises(SourceError, match=r"name says split 'test'.*split 'dev'"):
         mmlu.load("dev", location=str(mmlu_dir / "all" / "test-00000-of-00001.parquet"))
-    # the file of the split asked for, and a file whose name names no split, still load
+    # the file of the split asked for still loads
     assert mmlu.load("validation", location=str(validation)).items.num_rows == 1531
     dev = mmlu.load("dev", location=str(mmlu_dir / "all" / "dev-00000-of-00001.parquet"))
     assert dev.items.column("id")[0].as_py() == "mmlu/all/dev/00000"
     hs = hellaswag_dir / "data" / "validation-00000-of-00001.parquet"
     assert get_source("hellaswag").load("validation", location=str(hs)).items.num_rows > 0
+
+
+def test_a_file_whose_name_names_no_split_is_not_read_as_any_split(
+    mmlu_dir: Path, tmp_path: Path
+) -> None:
+    """`--source mydata.parquet` holding validation rows was read as split `test` (the recipe's)
+    and built them under the test ids `mmlu/all/test/NNNNN`; the file must say its split."""
+    mydata = tmp_path / "mydata.parquet"
+    shutil.copy(mmlu_dir / "all" / "validation-00000-of-00001.parquet", mydata)
+    for split in ("test", "validation"):
+        with pytest.raises(SourceError, match=rf"names no split.*rename it {split}\.parquet"):
+            get_source("mmlu").load(split, location=str(mydata))
+    named = mydata.rename(tmp_path / "validation.parquet")
+    ids = get_source("mmlu").load("validation", location=str(named)).items.column("id")
+    assert ids[0].as_py() == "mmlu/all/validation/00000"
