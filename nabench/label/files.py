@@ -47,6 +47,12 @@ def read_labels(path: Path) -> pd.DataFrame:
     frame = frame.copy()
     if suffix == ".csv":  # a CSV cell is text: trimmed, as its booleans are (hand-edited ids)
         frame["id"] = frame["id"].str.strip()
+    bad = [i for i, v in enumerate(frame["id"]) if not isinstance(v, str) or not v.strip()]
+    if bad:  # no item has that id: the label would go unused in silence
+        shown = frame["id"].iloc[bad[0]]
+        null = shown is None or (isinstance(shown, float) and np.isnan(shown))  # NaN: JSON null
+        shown = "null" if null else repr(shown)
+        raise NabenchError(f"{path}: row {bad[0] + 1} has id {shown}; a label needs its item's id")
     frame["na_applicable"] = _booleans(path, frame, text=suffix == ".csv")
     if frame["id"].duplicated().any():
         dup = frame.loc[frame["id"].duplicated(), "id"].iloc[0]

@@ -117,3 +117,25 @@ def test_a_jsonl_labels_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> N
     path = tmp_path / "l.jsonl"
     path.write_text(_jsonl(tmp_path / "plain.jsonl", [True, False]).read_text(), "utf-8-sig")
     assert read_labels(path)["na_applicable"].tolist() == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("blank.csv", "id,na_applicable\nmmlu/all/test/00000,true\n  ,false\n"),
+        ("null.jsonl", '{"id": "mmlu/all/test/00000", "na_applicable": true}\n'
+         '{"id": null, "na_applicable": false}\n'),
+        ("number.jsonl", '{"id": "mmlu/all/test/00000", "na_applicable": true}\n'
+         '{"id": 7, "na_applicable": false}\n'),
+    ],
+)  # fmt: skip
+def test_a_label_without_a_text_id_is_refused_naming_its_row(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """A label whose id is blank, null or a number can match no item: it was counted as
+    `only_in_human` and the agreement printed with exit 0, the row silently unused."""
+    (tmp_path / name).write_text(text)
+    llm = _csv(tmp_path / "llm.csv", ["true", "false"])
+    code, errors = _error_line(["agree", str(llm), str(tmp_path / name)])
+    assert code == 2 and len(errors) == 1, errors
+    assert name in errors[0] and "row 2" in errors[0] and "id" in errors[0], errors
