@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from nabench.core.errors import NabenchError
+from nabench.core.errors import NabenchError, first_line
 from nabench.label.checks import LabelingFailed
 from nabench.schemas.columns import LabelColumns
 
@@ -40,7 +40,8 @@ def read_labels(path: Path) -> pd.DataFrame:
     except NabenchError:
         raise
     except Exception as exc:
-        raise NabenchError(f"{path}: cannot read labels ({type(exc).__name__}: {exc})") from None
+        why = f"{type(exc).__name__}: {first_line(exc)}"  # pandas' ParserError ends in a newline
+        raise NabenchError(f"{path}: cannot read labels ({why})") from None
     missing = [c for c in ("id", "na_applicable") if c not in frame.columns]
     if missing:
         raise NabenchError(f"{path}: labels file lacks column(s) {', '.join(missing)}")

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from nabench.core.bounded_read import read_parquet
-from nabench.core.errors import NabenchError
+from nabench.core.errors import NabenchError, first_line
 from nabench.core.safe_load import UnsafeInput
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.tables import ARROW_SCHEMAS
@@ -50,7 +50,7 @@ def read_rows(path: Path) -> pa.Table:
     except Exception as exc:
         why = _jsonl_problem(path) if path.suffix != ".parquet" else None
         raise NabenchError(
-            f"{path}: {why or f'cannot read ({type(exc).__name__}: {exc})'}"
+            f"{path}: {why or f'cannot read ({type(exc).__name__}: {first_line(exc)})'}"
         ) from None
     raise NabenchError(f"{path}: expected a .parquet or .jsonl file")
 

@@ -139,3 +139,12 @@ def test_a_label_without_a_text_id_is_refused_naming_its_row(
     code, errors = _error_line(["agree", str(llm), str(tmp_path / name)])
     assert code == 2 and len(errors) == 1, errors
     assert name in errors[0] and "row 2" in errors[0] and "id" in errors[0], errors
+
+
+def test_a_ragged_csv_is_one_error_line(tmp_path: Path) -> None:
+    """pandas' `Expected 3 fields in line 3, saw 4` ends in a newline: the error took two."""
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("id,na_applicable\nmmlu/all/test/00000,true\nmmlu/all/test/00001,false,1\n")
+    run = CliRunner().invoke(main, ["agree", str(ragged), str(ragged)])
+    assert run.exit_code == 2 and "line 3" in run.output, run.output
+    assert len(run.output.strip().splitlines()) == 1, run.output
