@@ -44,7 +44,7 @@ def load_redux(spec: ReduxSpec, subjects: Iterable[str]) -> ReduxRows:
     """Read Redux for `subjects`: per subject config of a Hub id or Hub-layout folder, or
     `<subject>/*.parquet|*.jsonl` of a plain folder."""
     wanted = sorted(set(subjects))
-    require_location(spec.location, SourceError, "audit.redux: ")
+    require_location(spec.location, SourceError, "audit.redux: ", folder=True)
     path = Path(spec.location).expanduser()
     if path.is_dir() and not (path / "README.md").is_file():
         available = {p.name for p in path.iterdir() if p.is_dir()}

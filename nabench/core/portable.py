@@ -94,8 +94,13 @@ def hub_miss_note(value: str) -> str:
     return ""
 
 
-def require_location(value: str, error: type[NabenchError] = NabenchError, where: str = "") -> None:
+def require_location(
+    value: str, error: type[NabenchError] = NabenchError, where: str = "", folder: bool = False
+) -> None:
     """Every command's one rule and one message for a location (`--source`, a build folder,
-    a Redux location) that is neither here nor a Hub id; `where` names a recipe's field."""
+    a Redux location) that is neither here nor a Hub id; `where` names a recipe's field.
+    `folder`: a file here is refused too (it was asked of the Hub as a dataset id)."""
     if missing_local_path(value):
         raise error(f"{where}{value!r} does not exist here and is no Hub id (ORG/NAME)")
+    if folder and Path(value).expanduser().is_file():
+        raise error(f"{where}{value!r} is a file; expected a folder or a Hub id (ORG/NAME)")

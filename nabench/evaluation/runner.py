@@ -175,7 +175,7 @@ def protocol_options(options: EvalOptions, protocol: Protocol | None) -> EvalOpt
 
 def eval_configs(dataset: str, revision: str | None, requested: Sequence[str]) -> list[str]:
     """The configs to evaluate: ``requested``, or every evaluable config of the dataset."""
-    require_location(dataset)
+    require_location(dataset, folder=True)
     import datasets  # heavy: only when a dataset is read
 
     refused = [c for c in requested if c in REFUSED_CONFIGS]

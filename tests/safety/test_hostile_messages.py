@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -212,6 +213,21 @@ def test_every_command_says_a_missing_folder_alike(
             command,
             line,
         )
+        assert not (tmp_path / f"out-{command}").exists()
+
+
+def test_a_file_given_for_a_build_folder_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eval results.csv` and `export lm-eval test.parquet` asked the Hub for the dataset
+    `results.csv` (~30 s of retries), then said the Hub was unreachable."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "test.parquet").write_bytes(b"PAR1")
+    for command in ("eval", "export"):
+        t0 = time.perf_counter()
+        line = _one_error(nabench(*_location_args(command, "test.parquet", tmp_path)))
+        assert "'test.parquet' is a file" in line and "Hub" not in line.split(";")[0], line
+        assert time.perf_counter() - t0 < 5.0, command
         assert not (tmp_path / f"out-{command}").exists()
 
 

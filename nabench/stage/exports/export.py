@@ -55,7 +55,7 @@ def resolve_lm_eval_source(
         return LmEvalSpec.from_manifest(read_manifest_file(path / MANIFEST)), LocalData(
             path.resolve()
         )
-    require_location(str(build))
+    require_location(str(build), folder=True)
     manifest = _hub_manifest(str(build), revision)
     spec = LmEvalSpec.from_manifest(manifest)
     return spec, HubData(str(build), revision or f"v{spec.version.removeprefix('v')}")
