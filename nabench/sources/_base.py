@@ -108,6 +108,8 @@ def read_split(
             builder_name = _FILE_BUILDERS.get(path.suffix.lower())
             if builder_name is None:
                 raise SourceError(f"{path}: unsupported file type {path.suffix!r}")
+            if path.stat().st_size == 0:  # `datasets` says StopIteration or "0 bytes"
+                raise SourceError(f"{path}: the file is empty")
             ds = datasets.load_dataset(
                 builder_name, data_files=str(path), split="train", download_mode=_FRESH
             )

@@ -164,3 +164,11 @@ def test_a_file_whose_name_names_no_split_is_not_read_as_any_split(
     named = mydata.rename(tmp_path / "validation.parquet")
     ids = get_source("mmlu").load("validation", location=str(named)).items.column("id")
     assert ids[0].as_py() == "mmlu/all/validation/00000"
+
+
+@pytest.mark.parametrize("name", ["test.jsonl", "test.parquet", "test.csv"])
+def test_an_empty_source_file_says_so(tmp_path: Path, name: str) -> None:
+    """A 0-byte `test.jsonl` was `cannot load 'test.jsonl' (StopIteration): StopIteration`."""
+    (tmp_path / name).write_bytes(b"")
+    with pytest.raises(SourceError, match=r"test\.\w+: the file is empty"):
+        get_source("mmlu").load("test", location=str(tmp_path / name))
