@@ -42,11 +42,17 @@ def read_labels(path: Path) -> pd.DataFrame:
     except Exception as exc:
         why = f"{type(exc).__name__}: {first_line(exc)}"  # pandas' ParserError ends in a newline
         raise NabenchError(f"{path}: cannot read labels ({why})") from None
+    return check_labels(frame, path, csv=suffix == ".csv")
+
+
+def check_labels(frame: pd.DataFrame, path: Path | str, csv: bool = False) -> pd.DataFrame:
+    """The labels `frame` as every reader takes it (agree, build --labels, validate): ids
+    distinct, non-blank text; `na_applicable` True/False/None; one error line otherwise."""
     missing = [c for c in ("id", "na_applicable") if c not in frame.columns]
     if missing:
         raise NabenchError(f"{path}: labels file lacks column(s) {', '.join(missing)}")
     frame = frame.copy()
-    if suffix == ".csv":  # a CSV cell is text: trimmed, as its booleans are (hand-edited ids)
+    if csv:  # a CSV cell is text: trimmed, as its booleans are (hand-edited ids)
         frame["id"] = frame["id"].str.strip()
     bad = [i for i, v in enumerate(frame["id"]) if not isinstance(v, str) or not v.strip()]
     if bad:  # no item has that id: the label would go unused in silence
@@ -54,7 +60,7 @@ def read_labels(path: Path) -> pd.DataFrame:
         null = shown is None or (isinstance(shown, float) and np.isnan(shown))  # NaN: JSON null
         shown = "null" if null else repr(shown)
         raise NabenchError(f"{path}: row {bad[0] + 1} has id {shown}; a label needs its item's id")
-    frame["na_applicable"] = _booleans(path, frame, text=suffix == ".csv")
+    frame["na_applicable"] = _booleans(path, frame, text=csv)
     if frame["id"].duplicated().any():
         dup = frame.loc[frame["id"].duplicated(), "id"].iloc[0]
         raise NabenchError(f"{path}: label id {dup!r} appears more than once")
@@ -64,7 +70,7 @@ def read_labels(path: Path) -> pd.DataFrame:
     return frame
 
 
-def _booleans(path: Path, frame: pd.DataFrame, text: bool) -> list[bool | None]:
+def _booleans(path: Path | str, frame: pd.DataFrame, text: bool) -> list[bool | None]:
     """`na_applicable` as True / False / None; the first value that is no boolean is refused
     with the file, the column, the value and its row's id."""
     out: list[bool | None] = []

@@ -31,7 +31,13 @@ from nabench.validate.invariants import (
     check_schema,
     letter_distribution,
 )
-from nabench.validate.kinds import KINDS, infer_kind, read_parts, validate_parts
+from nabench.validate.kinds import (
+    KINDS,
+    infer_kind,
+    labels_violations,
+    read_parts,
+    validate_parts,
+)
 from nabench.validate.na_train import Parse
 
 
@@ -131,6 +137,7 @@ def validate_table(
     report.files += 1
     report.rows += table.num_rows
     if kind == "labels":
+        report.violations.extend(labels_violations(table, where))
         return
     if kind == "artifact":
         report.violations.extend(check_artifacts(table, where, text=text))

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from nabench.core.bounded_read import read_parquet
 from nabench.core.errors import NabenchError
+from nabench.label.files import check_labels
 from nabench.perturb import BUILDERS
 from nabench.schemas.check import table_violations
 from nabench.schemas.manifest import Manifest
@@ -93,6 +94,16 @@ def na_inserted_texts(parts: Sequence[ConfigTable]) -> tuple[str, ...]:
     return tuple(sorted(texts))
 
 
+def labels_violations(table: pa.Table, where: str) -> list[Violation]:
+    """A labels table breaks no rule `agree` and `build --labels` read labels by (distinct,
+    non-blank ids; booleans or null): `validate` said OK to duplicates and "yes"."""
+    try:
+        check_labels(table.to_pandas(), where)
+    except NabenchError as exc:
+        return [Violation(where, -1, "", "labels", str(exc).removeprefix(f"{where}: "))]
+    return []
+
+
 def validate_na(parts: Sequence[ConfigTable], seed: int | None) -> ValidationReport:
     """Every rule of an NA build: the row schema, the row invariants of each perturbed config
     (`PERTURBED_RULES`, against the `original` config of its split and the build's `seed`),
@@ -105,6 +116,7 @@ def validate_na(parts: Sequence[ConfigTable], seed: int | None) -> ValidationRep
     for part in parts:
         _count(report, part)
         if part.config == "labels":
+            report.violations.extend(labels_violations(part.table, part.relpath))
             continue
         if part.config in (EXCLUDED, REDUX):  # side tables: their own row schema
             row_kind = "excluded_item" if part.config == EXCLUDED else "redux_annotation"

@@ -390,3 +390,55 @@ def test_publish_compares_with_a_rebuild_from_the_given_source(
     assert code == 0, output
     assert "compared every row with a rebuild" in output and "identical" in output
     assert item_id
+
+
+# -- labels tables: the rules every labels reader applies ----------------------------------
+
+
+def test_a_forged_labels_config_is_named(arc_dir: Path, tmp_path: Path) -> None:
+    """A build's `labels` config (and a lone labels file) was skipped by every rule: a label
+    row duplicated or `na_applicable` "yes", rehashed, validated OK. It now breaks the rules
+    `agree` and `build --labels` read labels by."""
+    ids = pq.read_table(arc_build_original(arc_dir, tmp_path)).column("id").to_pylist()
+    labels = tmp_path / "labels.csv"
+    labels.write_text("id,na_applicable\n" + "".join(f"{i},true\n" for i in ids))
+    out = tmp_path / "lab"
+    build(
+        load_recipe("arc-na"),
+        BuildOptions(source=str(arc_dir), out=out, labels=str(labels), limit=LIMIT,
+                     progress=False),
+    )  # fmt: skip
+    assert _validate(out)[0] == 0
+    part = next((out / "labels").glob("*.parquet"))
+    table = pq.read_table(part)
+    pq.write_table(pa.concat_tables([table, table.slice(0, 1)]), part)
+    manifest = json.loads((out / "build.json").read_text("utf-8"))
+    manifest["counts"]["labels"]["test"] += 1  # the forger keeps the counts true too
+    (out / "build.json").write_text(json.dumps(manifest, indent=2), "utf-8")
+    reseal(out)
+    code, output = _validate(out)
+    assert code == 1 and _rules(output) == {"labels"}, output
+    assert f"label id {table.column('id')[0].as_py()!r} appears more than once" in output
+
+
+def arc_build_original(arc_dir: Path, tmp_path: Path) -> Path:
+    return next(_build(arc_dir, tmp_path / "plain").glob("original/*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [([("a", True), ("a", False)], "label id 'a' appears more than once"),
+     ([("a", "yes"), ("b", "no")], "column na_applicable holds text 'yes'"),
+     ([(" ", True)], "has id ' '")],
+    ids=["duplicate", "text", "blank-id"],
+)  # fmt: skip
+def test_a_lone_labels_file_breaking_a_reader_rule_fails_validate(
+    tmp_path: Path, rows: list[tuple[str, object]], says: str
+) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "na_applicable": v}) + "\n" for i, v in rows))
+    code, output = _validate(path)
+    assert code == 1 and says in output, output
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"id": "a", "na_applicable": true}\n{"id": "b", "na_applicable": null}\n')
+    assert _validate(good)[0] == 0
