@@ -35,6 +35,7 @@ __all__ = [
     "kr20_subject_table",
     "make_panel",
     "panel_table",
+    "panels_ready",
 ]
 
 MIN_MODELS = 5
@@ -63,6 +64,12 @@ class Panel:
     @property
     def enough(self) -> bool:
         return len(self.runs) >= MIN_MODELS
+
+
+def panels_ready(panels: Sequence[Panel]) -> bool:
+    """Whether some config's panel has the models its statistics need: counted over the
+    panel, since a run left out of it (all invalid, too few items) is no member."""
+    return any(p.enough for p in panels)
 
 
 def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Panel | None:

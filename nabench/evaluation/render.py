@@ -16,7 +16,7 @@ import pandas as pd
 
 from nabench.core.cells import fmt_cell
 from nabench.core.templates import markdown_environment
-from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS
+from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS, panels_ready
 from nabench.evaluation.paper_report import paper_anova
 from nabench.evaluation.report_data import Report
 from nabench.evaluation.tables import (
@@ -75,7 +75,7 @@ def _panel_context(report: Report) -> dict[str, Any]:
     ctx: dict[str, Any] = {
         "min_models": MIN_MODELS,
         "n_models": n_models,
-        "enough": n_models >= MIN_MODELS,
+        "enough": panels_ready(report.panels),
         "needs": NEEDS_MODELS,
         "panel": md_table(t["panel"]),
     }

@@ -69,6 +69,7 @@ from nabench.evaluation.panel import (
     kr20_subject_table,
     make_panel,
     panel_table,
+    panels_ready,
 )
 from nabench.evaluation.paper_report import condition_notes, paper_anova, paper_tables
 from nabench.evaluation.plots import write_plots
@@ -168,7 +169,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "models": res.models,
             "baselines": res.baselines,
             "min_models": MIN_MODELS,
-            "panel_status": "ok" if len(res.models) >= MIN_MODELS else NEEDS_MODELS,
+            "panel_status": "ok" if panels_ready(report.panels) else NEEDS_MODELS,
             "notes": report.notes,
             **{k: _records(t[k]) for k in keys},
             **({"headline_redux": _records(t["headline_redux"])} if "headline_redux" in t else {}),

@@ -342,3 +342,21 @@ def test_a_run_whose_answers_are_all_invalid_is_kept_out_of_the_panel(tmp_path: 
     assert notes[0] in (out / "report.md").read_text()
     assert notes[0] in json.loads((out / "report.json").read_text())["notes"]
     assert notes[0] in (out / "report.html").read_text()
+
+
+def test_panel_status_counts_the_panel_not_the_model_runs(tmp_path: Path) -> None:
+    """Five model runs, one all invalid: every panel has four models, yet report.json said
+    `panel_status: ok` and report.md rendered the panel sections as complete, since the
+    status counted model runs."""
+    root = tmp_path / "res"
+    scores = _abilities(4, 60, 1)
+    for i in range(4):
+        _write(root, f"m{i}", "original", scores[i])
+    _write(root, "broken", "original", np.zeros(60, bool), invalid=np.ones(60, bool))
+    write_report([root], tmp_path / "r", plots=False)
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert len(data["models"]) == 5 and data["panel"][0]["n_models"] == 4
+    assert data["panel_status"] != "ok"
+    _write(root, "m4", "original", _abilities(5, 60, 1)[4])
+    write_report([root], tmp_path / "r2", plots=False)
+    assert json.loads((tmp_path / "r2" / "report.json").read_text())["panel_status"] == "ok"
