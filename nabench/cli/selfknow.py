@@ -14,7 +14,14 @@ from nabench.cli.group import NabenchGroup
 from nabench.cli.model_flags import FiniteRange, ModelFlags, model_options, run_options
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
-from nabench.core.out_guard import OutFile, check_file, check_folder, json_with, parquet_with
+from nabench.core.out_guard import (
+    OutFile,
+    beside,
+    check_file,
+    check_folder,
+    json_with,
+    parquet_with,
+)
 from nabench.llm import ResponseCache, RunStats, write_stats
 from nabench.selfknow.classify import CLASSIFICATIONS_ARROW, ClassificationSettings, classify_tasks
 from nabench.selfknow.generate import (
@@ -134,10 +141,6 @@ def _write_table(table: Any, path: Path) -> None:
         write_parquet(table, tmp)
 
 
-def _beside(out: Path, suffix: str) -> Path:
-    return out.with_name(f"{out.stem}{suffix}")
-
-
 # What generate and classify may replace: only their own tables and run statistics.
 _STATS = (".stats.json", json_with(f.name for f in fields(RunStats)))
 TASKS_OUT = OutFile(
@@ -218,8 +221,8 @@ def generate_command(
         out,
         lambda llm, store: generate_tasks(llm, store, settings, progress=not quiet),
     )
-    quarantine_path = _beside(out, ".quarantine.parquet")
-    stats_path = _beside(out, ".stats.json")
+    quarantine_path = beside(out, ".quarantine.parquet")
+    stats_path = beside(out, ".stats.json")
     _write_table(result.tasks, out)
     _write_table(result.quarantine, quarantine_path)
     write_stats(result.stats, stats_path)
@@ -297,7 +300,7 @@ def classify_command(
         out,
         lambda llm, store: classify_tasks(llm, store, frame, settings, progress=not quiet),
     )
-    stats_path = _beside(out, ".stats.json")
+    stats_path = beside(out, ".stats.json")
     _write_table(result.table, out)
     write_stats(result.stats, stats_path)
     summary = result.summary

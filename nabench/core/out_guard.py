@@ -31,6 +31,7 @@ __all__ = [
     "OutKind",
     "OutLock",
     "PreviousBuild",
+    "beside",
     "check_file",
     "check_folder",
     "check_out",
@@ -321,6 +322,12 @@ class OutFile:
     beside: tuple[tuple[str, Callable[[Path], bool]], ...] = ()
 
 
+def beside(out: Path, suffix: str) -> Path:
+    """The side file `<stem><suffix>` of a one-file `--out`: where the command writes it and
+    what `check_file` guards, one rule for both."""
+    return out.with_name(f"{out.stem}{suffix}")
+
+
 def parquet_with(columns: Iterable[str]) -> Callable[[Path], bool]:
     """An `OutFile` check: a parquet file whose schema holds every one of `columns`."""
     wanted = frozenset(columns)
@@ -353,7 +360,7 @@ def check_file(out: Path, kind: OutFile) -> None:
         )
     if out.is_dir():
         raise OutError(f"--out {out} is a folder; give a file, e.g. {out / ('out' + kind.suffix)}")
-    sides = [(out.with_name(out.stem + suffix), owns) for suffix, owns in kind.beside]
+    sides = [(beside(out, suffix), owns) for suffix, owns in kind.beside]
     for path, owns in ((out, kind.owns), *sides):
         if (path.exists() or path.is_symlink()) and not owns(path):
             raise OutError(

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from nabench.audit.eligibility import audit_items
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
-from nabench.core.out_guard import OutFile, check_file, json_with, parquet_with
+from nabench.core.out_guard import OutFile, beside, check_file, json_with, parquet_with
 from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
@@ -102,5 +102,5 @@ def run_label_command(
         "recipe": recipe.name,
         "output": str(out),
     }
-    write_json_atomic(summary, out.with_suffix(".summary.json"))
+    write_json_atomic(summary, beside(out, ".summary.json"))
     return summary
