@@ -368,7 +368,7 @@ def load_results(paths: Sequence[str | Path]) -> Results:
             row, table = _external_config(ext)
             rows.append(row)
             tables.append(table)
-    _same_items(rows)
+    _same_items(rows, builds)
     seen = Counter((r["run"], r["config"]) for r in rows)
     twice = sorted(k for k, n in seen.items() if n > 1)
     if twice:
@@ -393,6 +393,14 @@ def _build_items(dataset: str, config: str) -> pd.DataFrame:
     return pd.DataFrame({"item": item, "content": content.agg("\x1f".join, axis=1)})
 
 
+def _items_of(dataset: str, config: str, seen: dict[tuple[str, ...], Any]) -> pd.DataFrame:
+    """`_build_items`, read once per (build, config) of a report (the answered-items check
+    and the same-items check both ask)."""
+    if ("items", dataset, config) not in seen:
+        seen["items", dataset, config] = _build_items(dataset, config)
+    return seen["items", dataset, config]
+
+
 def items_sha256(
     dataset: object, config: str, ids: Any, seen: dict[tuple[str, ...], Any] | None = None
 ) -> str | None:
@@ -402,16 +410,13 @@ def items_sha256(
     equal). None for a Hub id or a folder that is no build."""
     if not isinstance(dataset, str) or not (Path(dataset) / "build.json").is_file():
         return None
-    seen = {} if seen is None else seen
-    if ("items", dataset, config) not in seen:
-        seen["items", dataset, config] = _build_items(dataset, config)
-    rows = seen["items", dataset, config]
+    rows = _items_of(dataset, config, {} if seen is None else seen)
     wanted = {str(v) for v in (ids.to_pylist() if isinstance(ids, pa.ChunkedArray) else ids)}
     mine = rows[rows["item"].isin(wanted)].sort_index()
     return hashlib.sha256("\n".join(mine.index + "\x1e" + mine["content"]).encode()).hexdigest()
 
 
-def _same_items(rows: Sequence[dict[str, Any]]) -> None:
+def _same_items(rows: Sequence[dict[str, Any]], seen: dict[tuple[str, ...], Any]) -> None:
     """Runs of one config recording different local builds must have answered the same items
     under the same ids: builds with other seeds or texts differ (another distractor replaced),
     and pooling their runs would make KR-20, D, the means over models and the item browser
@@ -427,9 +432,9 @@ def _same_items(rows: Sequence[dict[str, Any]]) -> None:
         if len(by_build) < 2:
             continue
         first, *others = by_build
-        ref = _build_items(first, config)["content"]
+        ref = _items_of(first, config, seen)["content"]
         for other in others:
-            items = _build_items(other, config)["content"]
+            items = _items_of(other, config, seen)["content"]
             shared = ref.index.intersection(items.index)
             differ = shared[ref.loc[shared].to_numpy() != items.loc[shared].to_numpy()]
             if len(differ):
