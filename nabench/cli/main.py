@@ -8,7 +8,13 @@ from pathlib import Path
 
 import click
 
-from nabench.cli.model_flags import ModelFlags, model_options, protocol_option, run_options
+from nabench.cli.model_flags import (
+    QUIET,
+    ModelFlags,
+    model_options,
+    protocol_option,
+    run_options,
+)
 from nabench.cli.publish import check_push_target, publish_build
 from nabench.cli.root import main
 from nabench.core.errors import NabenchError
@@ -87,7 +93,7 @@ def _rebuild_violations(
     metavar="KEY=VALUE",
     help="Override a recipe field before validation (dotted key, YAML value): sampler.n=2.",
 )
-@click.option("--quiet", is_flag=True, help="No progress bars.")
+@QUIET
 def build(
     recipe: str,
     source: str | None,

@@ -32,6 +32,21 @@ MODEL_HELP = "local: GGUF path [SmolLM2-135M-Instruct]; openai: served model nam
 CACHE_HELP = "Response cache (SQLite) [$NABENCH_CACHE or ~/.cache/nabench/responses.sqlite]."
 
 
+def _quiet_libraries(ctx: click.Context, _param: click.Parameter, quiet: bool) -> bool:
+    """`--quiet` silences the bars of the libraries a command drives too (`datasets`'
+    "Generating test split"), not only nabench's own, for the command's lifetime."""
+    if quiet:
+        import datasets
+
+        if datasets.is_progress_bar_enabled():
+            datasets.disable_progress_bars()
+            ctx.call_on_close(datasets.enable_progress_bars)
+    return quiet
+
+
+QUIET = click.option("--quiet", is_flag=True, callback=_quiet_libraries, help="No progress bars.")
+
+
 def parse_backend_options(items: Sequence[str]) -> dict[str, Any]:
     """`--option KEY=VALUE` pairs as constructor keywords; values are read as YAML scalars
     (`n_threads=1` is an int, `enforce_eager=true` a bool), `-` in keys becomes `_`."""
@@ -178,7 +193,7 @@ def run_options(
                 help="Requests per cache commit (a killed run loses at most one chunk).",
             )
         )
-    flags.append(click.option("--quiet", is_flag=True, help="No progress bars."))
+    flags.append(QUIET)
     return _stack(flags)
 
 

@@ -308,3 +308,18 @@ def test_validate_flags_ids_missing_from_original(gpqa_dir: Path, tmp_path: Path
     code, output = _cli("validate", str(out))
     assert code == 1
     assert "row 3 id=gpqa/gpqa_main/recNOTINORIGINAL: [id_in_original]" in output
+
+
+def test_quiet_silences_the_libraries_bars_too(tmp_path: Path, mmlu_dir: Path) -> None:
+    """`--quiet` means no progress bars: `datasets`' "Generating test split" bar was still
+    drawn on stderr. The bars come back after the command (a later command in the same
+    process draws its own)."""
+    import datasets
+
+    args = ["build", "mmlu-na", "--source", str(mmlu_dir), "--limit", "3", "--labels", "none"]
+    loud = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "loud")])
+    quiet = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "quiet"), "--quiet"])
+    assert loud.exit_code == 0 and quiet.exit_code == 0, (loud.output, quiet.output)
+    assert "Generating test split" in loud.stderr
+    assert "Generating" not in quiet.stderr and "%|" not in quiet.stderr, quiet.stderr
+    assert datasets.is_progress_bar_enabled()
