@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from nabench.core.errors import NabenchError
-from nabench.evaluation.panel import Panel
+from nabench.evaluation.panel import Panel, unmeasured
 from nabench.evaluation.results import ORIGINAL, Results
 
 __all__ = [
@@ -150,11 +150,11 @@ def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
     r = results.responses
     r = r[r["run"].isin(results.models)]
     sizes = r.groupby(["config", "run"], sort=False, observed=True).size()
-    none_valid = r.groupby(["config", "run"], sort=False, observed=True)["invalid"].all()
     by_config = {p.config: p for p in panels}
     notes = []
-    for config in dict.fromkeys(r["config"].astype(str)):
-        if runs := [str(run) for (c, run), v in none_valid.items() if c == config and v]:
+    for config, rows in r.groupby("config", sort=False, observed=True):
+        config = str(config)
+        if runs := unmeasured(rows):
             notes.append(
                 f"config {config}: run(s) {', '.join(runs)} gave every answer invalid (none "
                 "parsed): left out of its panel (KR-20, D, correlations), kept in the tables"

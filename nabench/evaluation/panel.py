@@ -36,6 +36,7 @@ __all__ = [
     "make_panel",
     "panel_table",
     "panels_ready",
+    "unmeasured",
 ]
 
 MIN_MODELS = 5
@@ -72,15 +73,21 @@ def panels_ready(panels: Sequence[Panel]) -> bool:
     return any(p.enough for p in panels)
 
 
+def unmeasured(responses: pd.DataFrame) -> list[str]:
+    """Runs of ``responses`` (one config's rows) whose every answer there is invalid: they
+    measured nothing, so the config's panel and every statistic pooling models leave them
+    out (an all-wrong row would widen the spread of totals and raise KR-20)."""
+    none_valid = responses.groupby("run", sort=False, observed=True)["invalid"].all()
+    return [str(run) for run, v in none_valid.items() if v]
+
+
 def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Panel | None:
     """The panel of ``config`` over model runs; None with no model run or no common item."""
     models = set(results.models)
     r = results.responses
     r = r[(r["config"] == config) & r["run"].isin(models)]
-    sizes = r.groupby("run", sort=False).size()
-    # a run whose every answer is invalid measured nothing: its all-wrong row would only
-    # widen the spread of totals and raise KR-20 (members.panel_notes says it is left out)
-    measured = sizes[~r.groupby("run", sort=False)["invalid"].all()]
+    sizes = r.groupby("run", sort=False, observed=True).size()
+    measured = sizes[~sizes.index.isin(unmeasured(r))]  # members.panel_notes says so
     if measured.empty:
         return None
     keep = [str(run) for run, n in measured.items() if n >= min_coverage * measured.max()]
