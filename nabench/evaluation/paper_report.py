@@ -53,7 +53,7 @@ import scipy.stats as sps
 
 from nabench.core.errors import NabenchError
 from nabench.evaluation.categories import Grouping
-from nabench.evaluation.panel import Panel, anova_table
+from nabench.evaluation.panel import Panel, anova_table, unmeasured
 from nabench.evaluation.results import NA_KEYED, NON_MMLU, Results, category_of
 from nabench.schemas.protocol import Protocol, ReportPreset
 from nabench.stats.inference import cohen_kappa
@@ -305,19 +305,24 @@ def _unlabelled_note(per: pd.DataFrame) -> str:
 
 def _mean_row(results: Results, labels: pd.DataFrame) -> dict[str, object]:
     """The model mean per subject over the labelled items every model run answered, so that
-    each subject's mean is over one item set."""
+    each subject's mean is over one item set; a run whose every answer is invalid measured
+    nothing and is left out, as of the panel."""
     r = _na_keyed_responses(results)
+    gone = unmeasured(r)
+    said = [f"left out run(s) {', '.join(gone)}: every answer invalid"] if gone else []
+    r = r[~r["run"].isin(gone)]
     src = r["source_id"].astype(str)
     items = [set(src[(r["run"] == run).to_numpy()]) for run in r["run"].unique()]
     labelled, applicable, _ = _label_sets(labels)
-    common = set.intersection(*items) & labelled
+    common = set.intersection(labelled, *items) if items else set()
     if not common:
-        return {"scope": MEAN_SCOPE, "note": "no labelled item every run answered"}
+        note = "; ".join([*said, "no labelled item every run answered"])
+        return {"scope": MEAN_SCOPE, "note": note}
     per = _per_subject(r[src.isin(common).to_numpy()], labelled, applicable)
     mean = per.groupby("subject", sort=True)[["acc_full", "acc_filtered", "filter_rate"]].mean()
     partial = any(len(s & labelled) != len(common) for s in items)
-    note = f"on the {len(common)} labelled item(s) every run answered" if partial else ""
-    return _filter_correlation(MEAN_SCOPE, mean, note)
+    said += [f"on the {len(common)} labelled item(s) every run answered"] if partial else []
+    return _filter_correlation(MEAN_SCOPE, mean, "; ".join(said))
 
 
 MEAN_SCOPE = "mean over models"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -589,6 +590,41 @@ def test_full_vs_filtered_edge_cases(tmp_path: Path) -> None:
         (root / run).rmdir()
     with pytest.raises(NabenchError, match="labelled \\(already filtered\\) build"):
         _filter_table(root, labels)
+
+
+def test_full_vs_filtered_mean_leaves_out_a_run_that_measured_nothing(tmp_path: Path) -> None:
+    """A run whose every na_keyed answer is invalid measured nothing: the panel leaves it
+    out, yet the mean over models of full_vs_na_filtered pooled it, and its short coverage
+    cut the mean to the items it answered (r over 2 subjects' items instead of 6). The mean
+    is over the runs that measured something, on their common items, and says whom it
+    left out; the run keeps its own row."""
+    subjects = ["anatomy", "astronomy", "virology", "marketing", "nutrition", "sociology"]
+    per = 30
+    root = tmp_path / "res"
+    scores = _write_na_keyed_runs(root, 5, subjects, per)
+    ids = [f"mmlu/all/test/{k:05d}" for k in range(per * len(subjects))]
+    broken = root / "broken"
+    shutil.copytree(root / "model0", broken)
+    df = pd.read_parquet(broken / "na_keyed.parquet").iloc[: 2 * per]  # two subjects only
+    df.assign(parsed=None, correct=False, invalid=True, score=0.0).to_parquet(
+        broken / "na_keyed.parquet", index=False
+    )
+    summary = json.loads((broken / "na_keyed.summary.json").read_text())
+    (broken / "na_keyed.summary.json").write_text(json.dumps({**summary, "model": "broken"}))
+    applicable = np.random.default_rng(3).random(len(ids)) < 0.75
+    rows = _filter_table(root, pd.DataFrame({"id": ids, "na_applicable": applicable}))
+    full = np.zeros(len(subjects))
+    filt = np.zeros(len(subjects))
+    for by_id in scores.values():
+        for j in range(len(subjects)):
+            sub = range(j * per, (j + 1) * per)
+            full[j] += np.mean([by_id[ids[k]] for k in sub]) / len(scores)
+            filt[j] += np.mean([by_id[ids[k]] for k in sub if applicable[k]]) / len(scores)
+    mean = rows["mean over models"]
+    assert mean["n_subjects"] == len(subjects)
+    assert mean["pearson_r"] == pytest.approx(np.corrcoef(full, filt)[0, 1])
+    assert mean["note"] == "left out run(s) broken: every answer invalid"
+    assert rows["broken"]["n_subjects"] == 2  # its own row is kept
 
 
 def test_two_step_rule_applies_to_mmlu_items_only(tmp_path: Path) -> None:
