@@ -132,7 +132,8 @@ def paired_drops(
     seed: int | np.random.Generator = 0,
 ) -> dict[str, NDArray[Any]]:
     """:func:`paired_drop` for every group at once: ``groups`` holds a group code
-    (0 … G−1) per row; returns one array of length G per :data:`FIELDS` name."""
+    (0 … G−1) per row; returns one array of length G per :data:`FIELDS` name. With an
+    integer ``seed`` each group's CI is the one :func:`paired_drop` gives it alone."""
     o, v, g = _paired_arrays(original, variant, groups)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -142,9 +143,14 @@ def paired_drops(
     n_types = int(tcode.max()) + 1
     types = np.zeros((n_types, 3))
     types[tcode] = sums
+    # types in sorted order, not in order of appearance: a group's draw then sees its types
+    # in one order whatever the other groups hold
+    order = np.lexsort(types.T[::-1])
+    rank = np.empty(n_types, np.int64)
+    rank[order] = np.arange(n_types)
+    types, tcode = types[order], rank[tcode]
     counts = np.bincount(cgroup * n_types + tcode, minlength=n_groups * n_types)
     counts = counts.reshape(n_groups, n_types)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n = np.bincount(g, minlength=n_groups)
     acc_o = np.bincount(g, o, n_groups) / n
     acc_v = np.bincount(g, v, n_groups) / n
@@ -155,6 +161,9 @@ def paired_drops(
         out["rel_drop"] = np.where(acc_o > 0, (acc_o - acc_v) / acc_o, np.nan)
     ci = np.full((n_groups, 4), np.nan)
     for k in range(n_groups):
+        # a fresh stream per group (a seed given): a row's CI depends on its own rows, not
+        # on the runs and configs reported beside it
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         present = np.flatnonzero(counts[k])
         c = counts[k, present]
         # one multinomial draw per resample over this group's cluster types

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from nabench.stats.paired import mcnemar, paired_drop
+from nabench.stats.paired import mcnemar, paired_drop, paired_drops
 
 
 @pytest.mark.parametrize(
@@ -88,6 +88,24 @@ def test_clustered_rows_are_resampled_by_source_item() -> None:
         hits_rows += r.diff_low <= 0.15 <= r.diff_high
     assert hits_cluster >= 186, hits_cluster
     assert hits_rows < 170, hits_rows  # the unclustered CI under-covers
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_a_groups_interval_is_the_one_it_gets_alone(clustered: bool) -> None:
+    """Every group of `paired_drops` drew from one stream in group order, over cluster
+    types in order of first appearance across groups: a group beside another (whose first
+    row was of another type) got another CI than alone (-0.04 vs -0.02)."""
+    rng = np.random.default_rng(1)
+    o, v = (rng.random(50) < 0.7) * 1.0, (rng.random(50) < 0.5) * 1.0
+    o[0] = v[0] = 1.0
+    clusters = np.arange(50) // 2 if clustered else None
+    alone = paired_drop(o, v, clusters)
+    other_o, other_v = np.array([0.0, 1.0, 0.0, 1.0]), np.array([0.0, 0.0, 1.0, 1.0])
+    both_clusters = None if clusters is None else np.r_[[-1, -2, -3, -4], clusters]
+    groups = np.r_[[0] * 4, [1] * 50]
+    both = paired_drops(np.r_[other_o, o], np.r_[other_v, v], groups, both_clusters)
+    for name in ("diff_low", "diff_high", "rel_low", "rel_high"):
+        assert both[name][1] == getattr(alone, name), name
 
 
 def test_bad_input() -> None:
