@@ -26,6 +26,7 @@ __all__ = [
     "one_run_per_model",
     "pairing_notes",
     "panel_notes",
+    "pooled_rows",
     "report_members",
     "unchecked_notes",
 ]
@@ -157,7 +158,8 @@ def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
         if runs := unmeasured(rows):
             notes.append(
                 f"config {config}: run(s) {', '.join(runs)} gave every answer invalid (none "
-                "parsed): left out of its panel (KR-20, D, correlations), kept in the tables"
+                "parsed): left out of its panel (KR-20, D, correlations) and of the means over "
+                "models, kept in the per-run tables"
             )
         p = by_config.get(config)
         if p is None and len(runs) == int(sizes[config].size):
@@ -188,6 +190,20 @@ def panel_notes(results: Results, panels: list[Panel]) -> list[str]:
                 "between runs)"
             )
     return notes
+
+
+def pooled_rows(table: pd.DataFrame, results: Results) -> pd.DataFrame:
+    """The model rows of a headline table (run × config × …) that a mean over models pools:
+    not those of a run whose every answer in ``original`` or in the row's config is invalid
+    (it measured nothing there, `panel.unmeasured`; its panel leaves it out too)."""
+    r = results.responses
+    r = r[r["run"].isin(results.models)]
+    groups = r.groupby("config", sort=False, observed=True)
+    gone = {(run, str(c)) for c, g in groups for run in unmeasured(g)}
+    rows = table[table["role"] == "model"]
+    keys = zip(rows["run"].astype(str), rows["config"].astype(str), strict=True)
+    keep = [(run, c) not in gone and (run, ORIGINAL) not in gone for run, c in keys]
+    return rows[np.array(keep, dtype=bool)]
 
 
 def unchecked_notes(results: Results) -> list[str]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nabench.evaluation.members import pooled_rows
 from nabench.evaluation.report_data import Report
 from nabench.stats.inference import wilson_interval
 
@@ -142,8 +143,9 @@ def original_vs_variant(headline: pd.DataFrame, path: Path) -> Path | None:
 
 
 def subject_drop_ranking(subjects: pd.DataFrame, variant: str, path: Path) -> Path | None:
-    """Fig. 6: subjects ranked by the mean drop over models, whiskers the model range."""
-    g = subjects[(subjects["config"] == variant) & (subjects["role"] == "model")]
+    """Fig. 6: subjects ranked by the mean drop over models, whiskers the model range;
+    ``subjects``: the model rows a mean pools (`members.pooled_rows`)."""
+    g = subjects[subjects["config"] == variant]
     if g.empty:
         return None
     agg = g.groupby("subject").agg(
@@ -249,7 +251,7 @@ def write_plots(report: Report, out: Path) -> dict[str, Path]:
             t["configs"], out / "choices_only_vs_majority.png"
         ),
     }
-    subj = t["headline_subjects"]
+    subj = pooled_rows(t["headline_subjects"], report.results)
     for variant in dict.fromkeys(subj["config"]):
         made[f"subject_drop_{variant}"] = subject_drop_ranking(
             subj, variant, out / f"subject_drop_{variant}.png"

@@ -16,6 +16,7 @@ import pandas as pd
 
 from nabench.core.cells import fmt_cell
 from nabench.core.templates import markdown_environment
+from nabench.evaluation.members import pooled_rows
 from nabench.evaluation.panel import MIN_MODELS, NEEDS_MODELS, panels_ready
 from nabench.evaluation.paper_report import paper_anova
 from nabench.evaluation.report_data import Report
@@ -49,8 +50,7 @@ def md_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
 
 
 def _subject_sections(report: Report, top: int) -> list[dict[str, str]]:
-    subj = report.tables["headline_subjects"]
-    subj = subj[subj["role"] == "model"]
+    subj = pooled_rows(report.tables["headline_subjects"], report.results)
     out = []
     for variant, g in subj.groupby("config", sort=False):
         mean = (

@@ -344,6 +344,36 @@ def test_a_run_whose_answers_are_all_invalid_is_kept_out_of_the_panel(tmp_path: 
     assert notes[0] in (out / "report.html").read_text()
 
 
+def test_means_over_models_leave_out_a_run_that_measured_nothing(tmp_path: Path) -> None:
+    """The mean drop over models per subject (report.md's ranking, report.html's drop
+    tables, the NA paper's Fig. 6) pooled a run whose every na_keyed answer was invalid,
+    whose 'drop' is its original accuracy: a reviewer's ranking read 0.3125 where the six
+    models that answered give 0.214. The means leave it out, as the panel does; its own
+    headline rows stay."""
+    root = tmp_path / "res"
+    n = 60
+    orig, keyed = _abilities(6, n, 1), _abilities(6, n, 2)
+    for i in range(6):
+        _write(root, f"m{i}", "original", orig[i])
+        _write(root, f"m{i}", "na_keyed", keyed[i])
+    _write(root, "broken", "original", orig[5])
+    _write(root, "broken", "na_keyed", np.zeros(n, bool), invalid=np.ones(n, bool))
+    rep = write_report([root], tmp_path / "r")
+    subj = np.array([SUBJECTS[k % len(SUBJECTS)] for k in range(n)])
+    expected = {s: float((orig[:, subj == s].mean(1) - keyed[:, subj == s].mean(1)).mean())
+                for s in SUBJECTS}  # fmt: skip
+    md = (tmp_path / "r" / "report.md").read_text()
+    rows = _md_rows(md.split("Subjects ranked by drop: original → na_keyed")[1].split("##")[0])
+    assert {r["subject"]: float(r["mean_drop"]) for r in rows} == pytest.approx(expected, abs=5e-4)
+    assert {r["models"] for r in rows} == {"6"}
+    html = (tmp_path / "r" / "report.html").read_text()
+    drops = html.split('id="subject-drops"')[1].split("</table>")[0]
+    for s, v in expected.items():
+        cell = drops.split(s)[1].split('data-col="na_keyed" data-value="')[1]
+        assert float(cell.split('"')[0]) == pytest.approx(v, abs=1e-12), s
+    assert "broken" in set(rep.tables["headline_subjects"]["run"])  # its rows are kept
+
+
 def test_panel_status_counts_the_panel_not_the_model_runs(tmp_path: Path) -> None:
     """Five model runs, one all invalid: every panel has four models, yet report.json said
     `panel_status: ok` and report.md rendered the panel sections as complete, since the

@@ -19,7 +19,9 @@ import pandas as pd
 from nabench.core.atomic import atomic_file
 from nabench.core.cells import fmt_cell
 from nabench.evaluation.html.data import browser_payload, encode_payload
+from nabench.evaluation.members import pooled_rows
 from nabench.evaluation.report_data import Report
+from nabench.evaluation.results import Results
 from nabench.evaluation.tables import headline_columns, runs_table, shortcut_wins, with_ci
 
 __all__ = ["HtmlTable", "html_table", "render_html", "write_html"]
@@ -54,8 +56,8 @@ def html_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> HtmlTa
     return HtmlTable(cols, tuple(rows), tuple(values))
 
 
-def _mean_drop(df: pd.DataFrame, by: str) -> pd.DataFrame:
-    models = df[df["role"] == "model"] if not df.empty else df
+def _mean_drop(df: pd.DataFrame, by: str, results: Results) -> pd.DataFrame:
+    models = pooled_rows(df, results) if not df.empty else df
     if models.empty:
         return pd.DataFrame()
     wide = models.pivot_table(index=by, columns="config", values="diff", aggfunc="mean")
@@ -93,8 +95,8 @@ def _context(report: Report, out: Path) -> dict[str, Any]:
         "redux": html_table(with_ci(redux), headline_columns("config", "redux")),
         "shortcuts_run": not t["shortcuts"].empty,
         "shortcuts": html_table(shortcut_wins(t["shortcuts"])),
-        "subject_drops": html_table(_mean_drop(t["headline_subjects"], "subject")),
-        "category_drops": html_table(_mean_drop(t["headline_categories"], "category")),
+        "subject_drops": html_table(_mean_drop(t["headline_subjects"], "subject", res)),
+        "category_drops": html_table(_mean_drop(t["headline_categories"], "category", res)),
         "categories": html_table(
             with_ci(t["headline_categories"]), headline_columns("config", "category")
         ),
