@@ -376,7 +376,28 @@ def load_results(paths: Sequence[str | Path]) -> Results:
         raise NabenchError(f"run {run!r} config {config!r} found twice in the results given")
     if not rows:
         raise NabenchError("no results given")
-    return Results(pd.DataFrame(rows), _to_frame(tables))
+    responses = _to_frame(tables)
+    _same_gold(responses)
+    return Results(pd.DataFrame(rows), responses)
+
+
+def _same_gold(r: pd.DataFrame) -> None:
+    """Runs of one config give each item id one gold answer: a harness log (or a run of a
+    Hub build) records no build to check its items against, and one whose key differs
+    answered another test under the same ids; pooling it would be wrong without a word."""
+    golds = r.groupby(["config", "id"], observed=True)["gold"].nunique()
+    bad = golds[golds > 1]
+    if bad.empty:
+        return
+    config, item = bad.index[0]
+    rows = r[(r["config"] == config) & (r["id"] == item)].drop_duplicates("gold")
+    (a, ga), (b, gb) = list(zip(rows["run"], rows["gold"], strict=True))[:2]
+    n = int((bad.index.get_level_values(0) == config).sum())
+    raise NabenchError(
+        f"config {config}: {n} item id(s) have other gold answers in runs {a} and {b} (e.g. "
+        f"{item!r}: {ga} vs {gb}): they answered different tests (another build, its options "
+        "in another order); report runs of one build"
+    )
 
 
 def _build_items(dataset: str, config: str) -> pd.DataFrame:

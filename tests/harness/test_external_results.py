@@ -223,3 +223,53 @@ def test_lm_eval_runs_record_which_weights_answered(lm_eval_dummy: Path, tmp_pat
     record["config"]["model_sha"] = "0123abcd"  # what lm-eval's hf model writes
     results.write_text(json.dumps(record))
     assert {r.summary["model_revision"] for r in read_external(out)} == {"0123abcd"}
+
+
+def _lm_eval_log(build: Path, out: Path, config: str, shift: int) -> Path:
+    """An lm-eval `--log_samples` results folder for ``config`` of ``build`` (random
+    log-likelihoods), the key of its first ``shift`` items moved to the next option."""
+    stamp, task = "2025-01-01T00-00-00", f"{GROUP}_{config}"
+    rows = pq.read_table(build / config / "test-00000-of-00001.parquet").to_pylist()
+    rng = np.random.default_rng(0)
+    lines = []
+    for k, r in enumerate(rows):
+        answer = (r["answer"] + (k < shift)) % len(r["choices"])
+        doc = {"id": r["id"], "choices": r["choices"], "answer": answer, "subject": r["subject"]}
+        lls = rng.normal(size=len(r["choices"]))
+        lines.append({"doc": doc, "filtered_resps": [[float(x), False] for x in lls]})
+    out.mkdir(parents=True)
+    (out / f"samples_{task}_{stamp}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    results = {"config": {"model": "hf", "model_args": {"pretrained": "org/m"}},
+               "configs": {task: {"metadata": {"nabench_config": config},
+                                  "output_type": "multiple_choice"}}}  # fmt: skip
+    (out / f"results_{stamp}.json").write_text(json.dumps(results))
+    return out
+
+
+def test_a_harness_run_with_another_key_than_the_nabench_runs_is_refused(
+    mmlu_na: Path, tmp_path: Path
+) -> None:
+    """A harness log records no build, so its items were never checked: an lm-eval run of
+    another build (30 of 60 keys differ) joined the nabench runs of this one in every table
+    and the panel without a word. Runs of one config that give one id other gold answers
+    answered different tests: refused in one line naming them; the same key passes."""
+    from click.testing import CliRunner
+
+    from nabench.cli import main
+
+    runner = CliRunner()
+    ours = tmp_path / "nabench"
+    args = ["--config", "original", "--backend", "reference", "--model", "oracle"]
+    res = runner.invoke(main, ["eval", str(mmlu_na), *args, "--out", str(ours), "--quiet"])
+    assert res.exit_code == 0, res.output
+    same = _lm_eval_log(mmlu_na, tmp_path / "same", "original", 0)
+    other = _lm_eval_log(mmlu_na, tmp_path / "other", "original", 30)
+    res = runner.invoke(main, ["report", str(ours), str(same), "--out", str(tmp_path / "a"),
+                               "--no-plots"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(main, ["report", str(ours), str(other), "--out", str(tmp_path / "b"),
+                               "--no-plots"])  # fmt: skip
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "config original: 30 item id(s) have other gold answers in runs" in res.output
+    assert "reference_oracle" in res.output and "lm-eval__org_m" in res.output
+    assert not (tmp_path / "b").exists()
