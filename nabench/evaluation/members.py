@@ -4,8 +4,9 @@ models' items, and a line for every run a table would otherwise drop without a w
 A panel member is a model — backend, model id and weights revision — not a run: two runs of
 one model with other settings (``--limit``, prompt format, mode, protocol) are one model, and
 counting both would compute KR-20, D and the correlations over copies of it. Of such runs the
-report keeps the one covering the most items (answers over all its configs) and says which
-it kept; when two hold equally many there is no principled choice, so the report is refused
+report keeps the one covering the most items (answers over all its configs, not counting a
+config whose every answer is invalid: the run measured nothing there) and says which it
+kept; when two hold equally many there is no principled choice, so the report is refused
 in one line naming them.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from nabench.core.errors import NabenchError
-from nabench.evaluation.panel import Panel, unmeasured
+from nabench.evaluation.panel import Panel, unmeasured, unmeasured_pairs
 from nabench.evaluation.results import ORIGINAL, Results
 
 __all__ = [
@@ -37,16 +38,16 @@ class Duplicate:
     """Runs of one model: the one the report uses and the ones it leaves out."""
 
     model: str  # "backend model@revision"
-    used: str
-    used_answers: int
-    left_out: tuple[tuple[str, int], ...]  # (run, items)
+    used: tuple[str, int, int]  # (run, answers, answers in configs with a valid one)
+    left_out: tuple[tuple[str, int, int], ...]
 
     def note(self) -> str:
-        others = ", ".join(f"{r} ({n} answers)" for r, n in self.left_out)
-        return (
-            f"model {self.model}: used run {self.used} ({self.used_answers} answers); "
-            f"left out its other run(s) {others}"
-        )
+        def say(run: str, n: int, valid: int) -> str:
+            why = f", {n - valid} of them in configs with none valid" if valid < n else ""
+            return f"{run} ({n} answers{', none valid' if valid == 0 else why})"
+
+        others = ", ".join(say(*r) for r in self.left_out)
+        return f"model {self.model}: used run {say(*self.used)}; left out its other run(s) {others}"
 
 
 def _label(identity: tuple[str, str, str]) -> str:
@@ -56,7 +57,16 @@ def _label(identity: tuple[str, str, str]) -> str:
 
 def one_run_per_model(results: Results) -> tuple[Results, list[Duplicate]]:
     """``results`` with one run per model (the one covering the most items); baselines kept."""
-    sizes = results.responses.groupby("run", sort=False, observed=True).size()
+    r = results.responses
+    per = r.groupby(["run", "config"], sort=False, observed=True).size()
+    sizes = per.groupby(level="run", sort=False, observed=True).sum()
+    gone = unmeasured_pairs(r)
+    valid = per[[(str(a), str(c)) not in gone for a, c in per.index]]
+    valid = valid.groupby(level="run", sort=False, observed=True).sum()
+
+    def rank(run: str) -> tuple[str, int, int]:
+        return run, int(sizes.get(run, 0)), int(valid.get(run, 0))
+
     groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for run, identity in results.model_identity().items():
         groups[identity].append(run)
@@ -65,17 +75,15 @@ def one_run_per_model(results: Results) -> tuple[Results, list[Duplicate]]:
     for identity, runs in groups.items():
         if len(runs) < 2:
             continue
-        ranked = sorted(runs, key=lambda r: -int(sizes.get(r, 0)))
-        top = int(sizes.get(ranked[0], 0))
-        tied = [r for r in ranked if int(sizes.get(r, 0)) == top]
+        ranked = sorted(map(rank, runs), key=lambda x: (-x[2], -x[1]))  # measured first
+        tied = [x[0] for x in ranked if x[1:] == ranked[0][1:]]
         if len(tied) > 1:
             raise NabenchError(
                 f"runs {', '.join(tied)} are all of model {_label(identity)} and hold "
-                f"{top} answers each: give only one of them to the report"
+                f"{ranked[0][1]} answers each: give only one of them to the report"
             )
-        rest = tuple((r, int(sizes.get(r, 0))) for r in ranked[1:])
-        duplicates.append(Duplicate(_label(identity), ranked[0], top, rest))
-        dropped.update(r for r, _ in rest)
+        duplicates.append(Duplicate(_label(identity), ranked[0], tuple(ranked[1:])))
+        dropped.update(x[0] for x in ranked[1:])
     if not dropped:
         return results, []
     return results.subset([r for r in results.runs if r not in dropped]), duplicates
@@ -196,10 +204,7 @@ def pooled_rows(table: pd.DataFrame, results: Results) -> pd.DataFrame:
     """The model rows of a headline table (run × config × …) that a mean over models pools:
     not those of a run whose every answer in ``original`` or in the row's config is invalid
     (it measured nothing there, `panel.unmeasured`; its panel leaves it out too)."""
-    r = results.responses
-    r = r[r["run"].isin(results.models)]
-    groups = r.groupby("config", sort=False, observed=True)
-    gone = {(run, str(c)) for c, g in groups for run in unmeasured(g)}
+    gone = unmeasured_pairs(results.responses)
     rows = table[table["role"] == "model"]
     keys = zip(rows["run"].astype(str), rows["config"].astype(str), strict=True)
     keep = [(run, c) not in gone and (run, ORIGINAL) not in gone for run, c in keys]

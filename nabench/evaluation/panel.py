@@ -37,6 +37,7 @@ __all__ = [
     "panel_table",
     "panels_ready",
     "unmeasured",
+    "unmeasured_pairs",
 ]
 
 MIN_MODELS = 5
@@ -79,6 +80,12 @@ def unmeasured(responses: pd.DataFrame) -> list[str]:
     out (an all-wrong row would widen the spread of totals and raise KR-20)."""
     none_valid = responses.groupby("run", sort=False, observed=True)["invalid"].all()
     return [str(run) for run, v in none_valid.items() if v]
+
+
+def unmeasured_pairs(responses: pd.DataFrame) -> set[tuple[str, str]]:
+    """(run, config) of every run of ``responses`` that measured nothing in that config."""
+    configs = responses.groupby("config", sort=False, observed=True)
+    return {(run, str(c)) for c, rows in configs for run in unmeasured(rows)}
 
 
 def make_panel(results: Results, config: str, min_coverage: float = 1.0) -> Panel | None:

@@ -141,6 +141,34 @@ def test_two_runs_of_one_model_covering_equally_many_items_are_refused(tmp_path:
     assert rep.results.models == ["smol-a", "smol-vllm"] and rep.notes == []
 
 
+def test_of_two_runs_of_one_model_the_one_that_measured_something_is_kept(
+    tmp_path: Path,
+) -> None:
+    """Of two runs of one model the report kept the one with more answers, even when every
+    one of them was invalid (a broken prompt format over the full build), and dropped the
+    model's valid run on fewer items: the model left the panel and its headline rows
+    were all-invalid ones. Answers in a config whose every answer is invalid measured
+    nothing and do not count for the choice; the note says why."""
+    root = tmp_path / "res"
+    scores = _abilities(6, 60, 1)
+    for i in range(5):
+        for config in ("original", "na_keyed"):
+            _write(root, f"m{i}", config, scores[i])
+    for config in ("original", "na_keyed"):
+        _write(root, "smol-40", config, scores[5][:40], model="SmolLM2")
+        _write(root, "smol-broken", config, np.zeros(60, bool), invalid=np.ones(60, bool),
+               model="SmolLM2")  # fmt: skip
+    rep = write_report([root], tmp_path / "r", plots=False)
+    assert "smol-40" in rep.results.models and "smol-broken" not in rep.results.runs
+    assert rep.notes[0] == (
+        "model local SmolLM2: used run smol-40 (80 answers); left out its other run(s) "
+        "smol-broken (120 answers, none valid)"
+    )
+    head = rep.tables["headline"].set_index("run")
+    assert head.loc["smol-40", "n"] == 40
+    assert head.loc["smol-40", "acc_original"] == pytest.approx(scores[5][:40].mean())
+
+
 SEVEN = [
     "original", "na_keyed", "na_keyed__answer_not_found", "na_keyed__no_valid_options",
     "na_keyed__none_of_the_options_given_is_correct", "na_distractor", "all_of_the_above",

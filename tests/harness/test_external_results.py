@@ -114,7 +114,7 @@ def test_lm_eval_results_reach_the_report_beside_a_nabench_run(
     assert all(r["n"] == N for r in rows)
     assert report["notes"] == [
         f"model lm-eval/dummy dummy: used run lm-eval__dummy ({2 * N} answers); left out its "
-        f"other run(s) lm-eval__dummy__gen ({N} answers)"
+        f"other run(s) lm-eval__dummy__gen ({N} answers, none valid)"
     ]
 
 
