@@ -142,13 +142,17 @@ def subject_table(results: Results) -> pd.DataFrame:
 
 def phrasing_table(configs: pd.DataFrame) -> pd.DataFrame:
     """Accuracy per model run on each ``na_keyed*`` phrasing config, with the max − min
-    spread when at least two phrasings were evaluated."""
+    spread when at least two phrasings were evaluated. A cell where every answer is invalid
+    is empty, not 0: the run measured nothing there, and its 0 would read as the phrasing's
+    effect (the spread is over the measured cells, empty with fewer than two)."""
     na = configs[configs["config"].str.startswith(NA_KEYED)]
     if na.empty:
         return pd.DataFrame()
-    wide = na.pivot(index="run", columns="config", values="accuracy")
+    measured = na["accuracy"].where(na["invalid_rate"] < 1.0)
+    wide = na.assign(accuracy=measured).pivot(index="run", columns="config", values="accuracy")
     if wide.shape[1] >= 2:
-        wide["spread"] = wide.max(axis=1) - wide.min(axis=1)
+        spread = wide.max(axis=1) - wide.min(axis=1)
+        wide["spread"] = spread.where(wide.notna().sum(axis=1) >= 2)
     return wide.reset_index()
 
 

@@ -2,7 +2,8 @@
 
 * Table 2: KR-20 per category × variant as the **mean ± SD over the subjects** of the
   category (one KR-20 per subject), not one KR-20 over the pooled items of a category.
-* Table 3: accuracy of every model on every NA phrasing (one column per phrasing config).
+Table 3 (accuracy per NA phrasing) is the report's `phrasing` table
+(`nabench.evaluation.tables.phrasing_table`).
 
 Inputs are plain arrays / frames so the report can wire them in without this module knowing
 about run folders. The SD is the sample SD (ddof = 1) over subjects, nan with one subject.
@@ -19,7 +20,7 @@ from numpy.typing import ArrayLike
 
 from nabench.stats.reliability import kr20_by_group
 
-__all__ = ["accuracy_by_phrasing", "kr20_mean_sd_by_category"]
+__all__ = ["kr20_mean_sd_by_category"]
 
 
 def kr20_mean_sd_by_category(
@@ -55,18 +56,3 @@ def kr20_mean_sd_by_category(
     return pd.DataFrame(rows, columns=[
         "category", "variant", "kr20_mean", "kr20_sd", "n_subjects", "n_subjects_total"
     ])  # fmt: skip
-
-
-def accuracy_by_phrasing(scores: pd.DataFrame, phrasing_of: Mapping[str, str]) -> pd.DataFrame:
-    """Models × NA phrasings: mean score of each model on each phrasing's config.
-
-    `scores` has columns `model`, `config`, `score` (one row per model × item); `phrasing_of`
-    maps each NA-keyed config to its phrasing (e.g. `na_keyed` -> "None of the above").
-    Configs not in `phrasing_of` are ignored.
-    """
-    keyed = scores[scores["config"].isin(list(phrasing_of))]
-    table = keyed.assign(phrasing=keyed["config"].map(phrasing_of)).pivot_table(
-        index="model", columns="phrasing", values="score", aggfunc="mean"
-    )
-    order = [p for p in dict.fromkeys(phrasing_of.values()) if p in table.columns]
-    return table[order]

@@ -1,5 +1,5 @@
 """Table 2 (KR-20 mean ± SD over subjects) and Table 3 (accuracy per NA phrasing) of the NA
-study, checked against direct computations on a synthetic panel."""
+study, checked against direct computations on synthetic results."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from nabench.stats.paper_tables import accuracy_by_phrasing, kr20_mean_sd_by_category
+from nabench.evaluation.tables import phrasing_table
+from nabench.stats.paper_tables import kr20_mean_sd_by_category
 
 
 def _kr20(x: np.ndarray) -> float:
@@ -38,15 +39,23 @@ def test_table2_is_mean_and_sd_of_per_subject_kr20() -> None:
 
 
 def test_table3_accuracy_per_phrasing_per_model() -> None:
-    scores = pd.DataFrame(
-        {
-            "model": ["m1"] * 4 + ["m2"] * 4,
-            "config": ["na_keyed", "na_keyed", "na_keyed__answer_not_found", "original"] * 2,
-            "score": [1, 0, 1, 1, 0, 0, 1, 0],
-        }
-    )
-    phrasing = {"na_keyed": "None of the above", "na_keyed__answer_not_found": "Answer not found"}
-    table = accuracy_by_phrasing(scores, phrasing)
-    assert list(table.columns) == ["None of the above", "Answer not found"]
-    assert table.loc["m1"].tolist() == [0.5, 1.0]
-    assert table.loc["m2"].tolist() == [0.0, 1.0]
+    """Table 3 as the report makes it (`phrasing` → paper_table3): a run's accuracy on each
+    na_keyed phrasing and the max − min spread; a cell where every answer is invalid
+    measured nothing and is empty, not 0 (a 0 there read as a phrasing effect)."""
+    rows = [  # run, config, accuracy, invalid_rate
+        ("m1", "na_keyed", 0.5, 0.0),
+        ("m1", "na_keyed__answer_not_found", 1.0, 0.0),
+        ("m1", "original", 1.0, 0.0),
+        ("m2", "na_keyed", 0.0, 0.25),
+        ("m2", "na_keyed__answer_not_found", 0.75, 0.0),
+        ("m3", "na_keyed", 0.4, 0.1),
+        ("m3", "na_keyed__answer_not_found", 0.0, 1.0),  # nothing parsed
+    ]
+    configs = pd.DataFrame(rows, columns=["run", "config", "accuracy", "invalid_rate"])
+    table = phrasing_table(configs).set_index("run")
+    assert list(table.columns) == ["na_keyed", "na_keyed__answer_not_found", "spread"]
+    assert table.loc["m1"].tolist() == [0.5, 1.0, 0.5]
+    assert table.loc["m2"].tolist() == [0.0, 0.75, 0.75]  # a real 0 stays 0
+    assert table.loc["m3", "na_keyed"] == 0.4
+    assert math.isnan(table.loc["m3", "na_keyed__answer_not_found"])
+    assert math.isnan(table.loc["m3", "spread"])  # one measured phrasing: no spread
