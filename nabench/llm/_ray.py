@@ -2,10 +2,12 @@
 
 The driver builds the request table, drops what the response cache already holds, and hands
 the rest to `ray.data.llm.build_processor`: an `HttpRequestProcessorConfig` per endpoint for
-OpenAI-compatible servers (Ray's own qps limit and retries), or a `vLLMEngineProcessorConfig`
-for vLLM replicas on GPUs. Finished blocks land as parquet shards beside the response cache
-(`<cache>.ray-shards/`); the driver alone merges them into SQLite. A killed driver loses only
-the blocks in flight: the next run merges the shards it finds before it looks for misses.
+OpenAI-compatible servers (Ray's own qps limit and retries). vLLM engine replicas on GPUs
+(`vLLMEngineProcessorConfig`) are not offered: no GPU with vLLM was there to run them, so
+their settings would be accepted and never used. Finished blocks land as parquet shards
+beside the response cache (`<cache>.ray-shards/`); the driver alone merges them into
+SQLite. A killed driver loses only the blocks in flight: the next run merges the shards it
+finds before it looks for misses.
 
 A block whose requests still fail after Ray's retries is dropped by Ray Data
 (`max_errored_blocks`), and its requests go to the next endpoint in a further pass; what no
@@ -19,7 +21,7 @@ import shutil
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +64,6 @@ class RaySettings:
     max_retries: int = 2  # Ray's retries per request (429/5xx-gateway/timeouts/refused)
     retry_wait_s: float = 0.2  # base of Ray's exponential backoff
     passes: int = 3  # dispatch rounds; failed blocks move to the next endpoint
-    # vLLM engine replicas (GPU clusters): each replica takes tensor_parallel_size GPUs
-    replicas: int = 1
-    tensor_parallel_size: int = 1
-    accelerator_type: str | None = None
-    engine_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_options(cls, **options: Any) -> RaySettings:
@@ -179,7 +176,7 @@ class RayEngine(Engine):
         self.stats: dict[str, Any] = {"recovered": 0, "passes": 0, "failed_requests": 0}
 
     def describe(self) -> dict[str, Any]:
-        settings = {k: v for k, v in asdict(self.settings).items() if k != "engine_kwargs"}
+        settings = asdict(self.settings)
         settings["endpoints"] = len(self.settings.endpoints) or 1  # counts, never URLs
         return {"engine": self.name, "ray": settings, **self.stats}
 
@@ -244,8 +241,8 @@ class RayEngine(Engine):
         if backend.name != "openai":
             raise NabenchError(
                 f"--engine ray sends requests to OpenAI-compatible endpoints: use "
-                f"--backend openai (got {backend.name!r}); vLLM replicas need a GPU build "
-                "of vLLM with ray[llm] (see README, 'Ray')"
+                f"--backend openai (got {backend.name!r}); serve a vLLM or llama.cpp model "
+                "behind one (see README, 'Ray')"
             )
         model = str(getattr(backend, "model", backend.model_id))
         mode = self._json_mode(backend)
@@ -335,24 +332,6 @@ def _import_ray() -> Any:
     except ImportError as exc:
         raise NabenchError("--engine ray needs Ray Data: pip install 'nabench[ray]'") from exc
     return ray
-
-
-def vllm_processor_config(settings: RaySettings, model: str, max_tokens: int) -> Any:
-    """The Ray Data LLM config for vLLM engine replicas (GPU; not measured on CPU here)."""
-    from ray.data.llm import vLLMEngineProcessorConfig
-
-    return vLLMEngineProcessorConfig(
-        model_source=model,
-        batch_size=settings.batch_size,
-        concurrency=settings.replicas,
-        accelerator_type=settings.accelerator_type,
-        engine_kwargs={
-            "tensor_parallel_size": settings.tensor_parallel_size,
-            "enable_prefix_caching": True,
-            "max_model_len": 4096,
-            **settings.engine_kwargs,
-        },
-    )
 
 
 register_engine("ray", RayEngine)

@@ -57,3 +57,13 @@ def test_describe_never_holds_endpoint_urls() -> None:
     described = json.dumps(engine.describe())
     assert "secret" not in described and "10.0.0.1" not in described
     assert engine.describe()["ray"]["qps"] == 2
+
+
+@pytest.mark.parametrize(
+    "key", ["replicas", "tensor_parallel_size", "accelerator_type", "engine_kwargs"]
+)
+def test_vllm_replica_settings_are_refused_not_silently_ignored(key: str) -> None:
+    """These were accepted and never reached anything (no vLLM engine processor is run):
+    `ray.replicas=4` meant one HTTP worker per endpoint, whatever it said."""
+    with pytest.raises(NabenchError, match=f"unknown ray option.*{key}"):
+        RayEngine(**{key: 4})
