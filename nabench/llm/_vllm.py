@@ -17,8 +17,10 @@ reads no cached prefix: the same request gives the same text whatever else is in
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,21 @@ def _sampled_logprobs(out: Any, k: int) -> tuple[TokenLogprob, ...] | None:
     return tuple(toks)
 
 
+def _check_engine_options(vllm: Any, names: Iterable[str]) -> None:
+    """vLLM's `LLM` hands any keyword it does not name to `EngineArgs`, whose bare TypeError
+    was an internal error after vLLM's start-up: a misspelt `--option` is refused first."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    known = set(inspect.signature(vllm.LLM.__init__).parameters)
+    known |= {f.name for f in dataclasses.fields(EngineArgs)}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise NabenchError(
+            f"backend 'vllm': unknown engine option(s) {', '.join(map(repr, unknown))} "
+            "(check --option / options:)"
+        )
+
+
 @register_backend("vllm")
 class VLLMBackend(Backend):
     """vLLM offline engine; a chunk of greedy (and unseeded) requests is one batched engine
@@ -145,6 +162,7 @@ class VLLMBackend(Backend):
         }
         if data_parallel_size != 1:
             options["data_parallel_size"] = data_parallel_size
+        _check_engine_options(self._vllm, engine_options)
         self._llm = self._vllm.LLM(**options)
         self.last_num_cached_tokens: list[int] = []
         self.last_engine_calls = 0  # engine calls made by the last `complete`

