@@ -82,15 +82,16 @@ def _shown(names: list[str]) -> str:
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
-def check_parents(out: Path) -> None:
-    """Refuse an `--out` below a file or a broken link (`--out notes.txt/sub`): making its
-    folder would fail deep inside the command, after work was done."""
+def check_parents(out: Path, flag: str = "--out ") -> None:
+    """Refuse an `--out` (or the target `flag` names) below a file or a broken link
+    (`--out notes.txt/sub`): making its folder would fail deep inside the command, after
+    work was done."""
     for parent in Path(out).expanduser().absolute().parents:
         broken = parent.is_symlink() and not parent.exists()
         if broken or (parent.exists() and not parent.is_dir()):
             raise OutError(
-                f"--out {out}: {parent} is {'a broken link' if broken else 'a file'}, not a "
-                "folder; nothing was written (choose another --out)"
+                f"{flag}{out}: {parent} is {'a broken link' if broken else 'a file'}, not a "
+                f"folder; nothing was written (choose another {flag.strip(' :')})"
             )
 
 

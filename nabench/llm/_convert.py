@@ -46,6 +46,10 @@ def convert_gguf_to_hf(
     if not force and (out / "config.json").is_file() and (out / "tokenizer.json").is_file():
         return out
     gguf = Path(gguf_path) if gguf_path else smollm2_gguf_path()
+    try:  # before the weights load (a minute on CPU): a folder that cannot be made fails now
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NabenchError(f"cannot make the output folder {out}: {exc.strerror}") from None
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -67,7 +71,6 @@ def convert_gguf_to_hf(
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     if not getattr(tok, "chat_template", None) or "im_start" not in str(tok.chat_template):
         tok.chat_template = CHATML_TEMPLATE
-    out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tok.save_pretrained(out)
     cfg = json.loads((out / "config.json").read_text())

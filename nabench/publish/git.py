@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nabench.core.card_seal import card_sha256
+from nabench.core.out_guard import check_parents
 from nabench.publish.plan import (
     MANIFEST,
     README,
@@ -84,7 +85,12 @@ def open_repo(path: Path, *, create: bool = True) -> Path:
     if not path.exists():
         if not create:
             raise PublishError(f"{path} does not exist")
-        path.mkdir(parents=True)
+        check_parents(path, "--to git:")
+        try:
+            path.mkdir(parents=True)
+        except OSError as exc:  # no permission, a read-only file system
+            why = exc.strerror
+            raise PublishError(f"cannot make the repository folder {path}: {why}") from None
         _git(path, "init", "--quiet", "--bare", f"--initial-branch={BRANCH}")
         return path
     proc = _git(path, "rev-parse", "--is-bare-repository", "--absolute-git-dir", check=False)

@@ -310,6 +310,18 @@ def test_out_below_a_file_is_refused_by_every_command(
     assert notes.read_text() == "my notes\n" and server.posts == []
 
 
+def test_publish_to_a_git_folder_below_a_file_is_refused(plain_build: Path, tmp_path: Path) -> None:
+    """`publish --to git:notes.txt/repo` was `internal error: NotADirectoryError`: making the
+    new repository's folder failed; the target goes through the same parent check as --out."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    run = nabench("publish", str(plain_build), "--to", f"git:{notes / 'repo'}")
+    assert run.code != 0 and "Traceback" not in run.stderr, run.stderr
+    assert len(run.errors) == 1, run.stderr
+    assert f"--to git:{notes / 'repo'}: {notes} is a file, not a folder" in run.errors[0]
+    assert notes.read_text() == "my notes\n"
+
+
 @pytest.mark.parametrize("target", ["user-table", "the-tasks", "stats-clash", "folder", "csv"])
 def test_selfknow_out_it_must_not_write_is_refused_before_any_request(
     plain_build: Path, tmp_path: Path, scripted_server: Any, target: str
