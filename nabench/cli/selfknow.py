@@ -30,7 +30,7 @@ from nabench.selfknow.generate import (
     GenerationSettings,
     generate_tasks,
 )
-from nabench.selfknow.metrics import MATCH_MODES, Match, selfknow_metrics
+from nabench.selfknow.metrics import MATCH_MODES, Match, require_scored, selfknow_metrics
 from nabench.selfknow.report import (
     REPORT_OUT,
     format_metrics_text,
@@ -88,14 +88,7 @@ def metrics_command(
         check_folder(out, REPORT_OUT, [("the table", table)])
     frame = load_selfknow_table(table, parse_column_mapping(columns))
     primary = selfknow_metrics(frame, match=match)
-    if primary.n == 0:  # as `nabench eval` on no items: metrics of nothing are no result
-        q, first = primary.quality, primary.quality.invalid_examples[:1]
-        raise NabenchError(
-            f"{table}: none of its {q.total_rows} row(s) has a feasible/infeasible generated "
-            "and classified class"
-            + "".join(f" (row {r}: {g!r}, {c!r})" for r, g, c in first)
-            + ": nothing to score"
-        )
+    require_scored(primary, str(table))
     other: Match = "type" if match == "reason" else "reason"
     alternative = selfknow_metrics(frame, match=other)
     if out is not None:

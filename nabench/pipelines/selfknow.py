@@ -51,7 +51,7 @@ from nabench.selfknow.generate import (
     generation_job,
     plan_slots,
 )
-from nabench.selfknow.metrics import SelfKnowledgeMetrics, selfknow_metrics
+from nabench.selfknow.metrics import SelfKnowledgeMetrics, require_scored, selfknow_metrics
 from nabench.selfknow.prompts import load_prompts
 from nabench.selfknow.recipe import SelfKnowRecipe
 from nabench.selfknow.report import SCORE_LABELS, fmt_score, write_report
@@ -183,6 +183,7 @@ class SelfKnowBuild(KindBuild):
             mode: selfknow_metrics(frame, match=mode, taxonomy=taxonomy)  # type: ignore[arg-type]
             for mode in ("reason", "type")
         }
+        require_scored(self.metrics["reason"], f"{self.job.out} classifications")
         yield Step("score", tables=[StagedTable(c, SPLIT, t) for c, t in tables_of(self).items()])
         # report/ is part of the staged tree: hashed into build.json, published with it
         report = functools.partial(
@@ -207,7 +208,7 @@ class SelfKnowBuild(KindBuild):
             "generation": generation_summary(generation),
             "classification": classification.summary.as_dict(),
             "metrics": {mode: _scores(value) for mode, value in self.metrics.items()},
-            "warnings": _warnings(generation, classification),
+            "warnings": _warnings(classification),
             # side files: staging publishes them the one portable way (core.portable: relative
             # to the build inside it, else `local:<name>`), never by the machine's path
             "cache": str(Path(self.cache_path).resolve()),
@@ -304,12 +305,8 @@ def generation_summary(generation: GenerationResult) -> dict[str, Any]:
     }
 
 
-def _warnings(generation: GenerationResult, classification: ClassificationResult) -> list[str]:
-    warnings: list[str] = []
-    if generation.tasks.num_rows == 0:
-        warnings.append(
-            f"no generated task passed quarantine ({generation.quarantine.num_rows} quarantined)"
-        )
+def _warnings(classification: ClassificationResult) -> list[str]:
+    warnings: list[str] = []  # no task kept, or none scorable, stops the build (require_scored)
     summary = classification.summary
     if summary.invalid:
         warnings.append(

@@ -335,6 +335,20 @@ def selfknow_metrics(
     )
 
 
+def require_scored(metrics: SelfKnowledgeMetrics, source: str) -> None:
+    """Refuse metrics of nothing: a :class:`NabenchError` naming ``source`` when no row of its
+    table was scored (as ``nabench eval`` on no items); the CLI and the build both ask here."""
+    if metrics.n:
+        return
+    q = metrics.quality
+    raise NabenchError(
+        f"{source}: none of its {q.total_rows} row(s) has a feasible/infeasible generated "
+        "and classified class"
+        + "".join(f" (row {r}: {g!r}, {c!r})" for r, g, c in q.invalid_examples[:1])
+        + ": nothing to score"
+    )
+
+
 def _counts(tally: Mapping[str, int]) -> SelfKnowledgeCounts:
     return SelfKnowledgeCounts(
         ff=tally.get("ff", 0),

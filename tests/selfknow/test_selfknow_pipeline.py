@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
-from fixtures.scripted import Scripted
+from fixtures.scripted import Scripted, chat_body
 from scripted_model import openai_model, responder
 
 from nabench.cli import main
-from nabench.core.errors import RecipeError, ValidationFailed
+from nabench.core.errors import NabenchError, RecipeError, ValidationFailed
 from nabench.llm.options import backend_kwargs
 from nabench.pipelines import selfknow as selfknow_pipeline
 from nabench.pipelines.registry import parse_recipe, run_recipe
@@ -268,6 +268,28 @@ def test_build_validates_before_writing_a_manifest(
         run_recipe(recipe, BuildOptions(out=out, progress=False))  # replayed from the cache
     assert (out / "build.json").read_bytes() == before
     assert len(server.posts) == posts
+
+
+def test_build_with_no_scorable_classification_is_refused(
+    tmp_path: Path, scripted_server: Callable[..., Scripted]
+) -> None:
+    """Every classification unparsed (no JSON after every attempt): the build published
+    metrics of nothing (n 0, every score undefined) and exited 0. It now stops with the
+    verdict `nabench selfknow metrics` gives that table, and `out` is not written."""
+    tasks_only = responder()
+
+    def respond(path: str, body: dict[str, Any], n: int) -> tuple[int, Any]:
+        if "write short test tasks" in body["messages"][0]["content"]:
+            return tasks_only(path, body, n)
+        return 200, chat_body("I will not answer in JSON.")
+
+    server = scripted_server(respond)
+    recipe = parse_recipe(openai_model(SMALL_RECIPE, server.url), "small")
+    out = tmp_path / "sk"
+    with pytest.raises(NabenchError, match="none of its 10 row") as refused:
+        run_recipe(recipe, BuildOptions(out=out, progress=False))
+    assert "nothing to score" in str(refused.value) and "\n" not in str(refused.value)
+    assert not out.exists()
 
 
 def test_nabench_build_selfknow_limit_push_and_load_back(
