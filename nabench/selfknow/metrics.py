@@ -13,8 +13,9 @@ Decisions (tested in ``tests/selfknow``):
   such rows are counted in ``quality`` but their reason is ignored.
 * **Reason matching** (``match="reason"``, the paper's definition): two infeasible verdicts agree
   (N_rr) when their reasons are the same after normalisation and alias resolution. Reasons not
-  in the taxonomy are kept and compared by normalised text. A missing reason on an infeasible
-  verdict never matches anything, so such a pair counts in N_rr'.
+  in the taxonomy are kept and compared by normalised text. A missing reason (blank, or "none",
+  "n/a" and the like: :func:`~.generate.is_no_reason`) on an infeasible verdict never matches
+  anything, so such a pair counts in N_rr'.
 * **Type matching** (``match="type"``, a nabench variant): the pair also agrees when both sides
   have the same self-knowledge type, even with different reasons. Everything else is as above,
   so type-level N_rr ≥ reason-level N_rr and N_ff, N_fr, N_rf do not change.
@@ -40,6 +41,7 @@ from typing import Literal
 import pandas as pd
 
 from nabench.core.errors import NabenchError
+from nabench.selfknow.generate import is_no_reason
 from nabench.selfknow.scores import SelfKnowledgeCounts, SelfKnowledgeScores, score_counts
 from nabench.selfknow.table import REQUIRED_COLUMNS
 from nabench.selfknow.taxonomy import Taxonomy, load_taxonomy, normalise_reason
@@ -171,6 +173,8 @@ def _parse_class(value: str) -> bool | None:
 
 
 def _verdict(class_text: str, reason_text: str, type_text: str, taxonomy: Taxonomy) -> _Verdict:
+    if is_no_reason(reason_text):  # "None", "N/A": no reason, as in a classification
+        reason_text = ""
     reason = taxonomy.find_reason(reason_text)
     reason_norm = normalise_reason(reason_text)
     reason_key: str | None

@@ -166,6 +166,21 @@ def test_infeasible_without_reason_never_matches() -> None:
     assert selfknow_metrics(make_table(rows), match="type").counts.rr == 0
 
 
+def test_spelled_out_no_reason_is_no_reason() -> None:
+    """A reason cell "None" or "N/A" says there is no reason, as it does in a classification
+    (classify writes them as ""): two infeasible "N/A"s matched as the same reason, N_rr, and
+    gave foresight and insight 1.0 from tables with no reason in them."""
+    rows = [(R, "None", R, "none"), (R, "N/A", R, "n/a"), (F, "none", F, "not applicable")]
+    result = selfknow_metrics(make_table(rows))
+    blank = selfknow_metrics(make_table([(R, "", R, ""), (R, "", R, ""), (F, "", F, "")]))
+    assert result.counts == SelfKnowledgeCounts(ff=1, rr_mismatch=2) == blank.counts
+    assert result.scores.foresight == 0.0 == result.scores.insight
+    assert result.quality.as_dict() == blank.quality.as_dict()
+    assert result.quality.generated_infeasible_without_reason == 2
+    assert result.quality.generated_feasible_with_reason == 0
+    assert result.quality.unknown_generated_reasons == {}
+
+
 def test_unknown_reasons_are_kept_and_counted() -> None:
     rows = [
         (R, "Lack of tools", R, "lack-of TOOLS"),
