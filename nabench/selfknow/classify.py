@@ -160,6 +160,11 @@ def _frame(tasks: pa.Table | pd.DataFrame) -> pd.DataFrame:
         raise NabenchError(f"tasks table is missing column(s): {', '.join(missing)}")
     if frame["task_id"].duplicated().any():
         raise NabenchError("tasks table has duplicate task_id values")
+    if "quarantine_reason" in frame.columns:
+        raise NabenchError("tasks table is a quarantine table: its tasks were not kept")
+    blank = [_text(r, "task_id") for r in frame.to_dict("records") if not _text(r, "task").strip()]
+    if blank:  # the generator quarantines these (empty_task): nothing to ask the model
+        raise NabenchError(f"tasks table has {len(blank)} task(s) without text (first {blank[0]})")
     return frame
 
 

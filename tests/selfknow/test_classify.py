@@ -127,6 +127,20 @@ def test_classify_rejects_bad_tables() -> None:
         ClassificationSettings(style="loud")  # type: ignore[arg-type]
 
 
+def test_classify_refuses_quarantined_and_blank_tasks() -> None:
+    """The quarantine parquet has every task column, so `nabench selfknow classify` took it:
+    it sent malformed tasks (blank ones as "") to the model and its table was scored as if
+    they had been kept. Refused now, before any request (no backend is given)."""
+    quarantined = TASKS.assign(quarantine_reason="type_mismatch")
+    with pytest.raises(NabenchError, match="quarantine"):
+        classify_tasks(None, None, quarantined, ClassificationSettings())  # type: ignore[arg-type]
+    for blank in (None, "  "):
+        tasks = TASKS.copy()
+        tasks.loc[2, "task"] = blank
+        with pytest.raises(NabenchError, match="challenge-infeasible-ethical_integrity-001"):
+            classify_tasks(None, None, tasks, ClassificationSettings())  # type: ignore[arg-type]
+
+
 # -- real model ------------------------------------------------------------------------------
 
 
