@@ -7,7 +7,8 @@ Decisions (tested in ``tests/selfknow``):
 
 * **Classes** are matched case-insensitively after :func:`normalise_reason` ("Feasible",
   " infeasible."). A row whose generated or classified class is anything else is *invalid*: it
-  is not scored, but counted in ``quality.invalid_rows`` (with a few examples). ``n`` is the
+  is not scored, but counted in ``quality.invalid_rows`` (with a few examples, each by its
+  index label in the table, its position when the label is no integer). ``n`` is the
   number of scored rows; ``n + quality.invalid_rows`` is the number of rows in the table.
 * **Class decides.** A row classified feasible counts as feasible even if it carries a reason;
   such rows are counted in ``quality`` but their reason is ignored.
@@ -320,7 +321,9 @@ def selfknow_metrics(
             for side in ("generated", "classified")
         )  # fmt: skip
         if gen.feasible is None or cls.feasible is None:
-            tally.invalid(row, col["generated_class"][row], col["classified_class"][row])
+            label = table.index[row]  # a part of a table (one style) names its own rows
+            row_id = int(label) if pd.api.types.is_integer(label) else row
+            tally.invalid(row_id, col["generated_class"][row], col["classified_class"][row])
         else:
             tally.add(gen, cls, match)
     counts = _counts(sum(tally.per_type.values(), Counter()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 
@@ -215,6 +216,16 @@ def test_invalid_class_rows_are_counted_not_scored() -> None:
     assert result.quality.invalid_examples[0] == (2, "maybe", "Feasible")
     assert len(result.quality.invalid_examples) == 5
     assert result.confusion.total == result.n
+
+
+def test_invalid_examples_name_the_rows_of_a_part_of_a_table() -> None:
+    """A build's per-style report scores the rows of one style: its invalid examples named
+    positions in that part ("row 0" for the classifications table's row 2)."""
+    table = make_table([(F, "", F, ""), (F, "", F, ""), (F, "", "", ""), (R, "", "?", "")])
+    part = table[table["classified_class"] != F]
+    quality = selfknow_metrics(part).quality
+    assert [row for row, _, _ in quality.invalid_examples] == [2, 3]
+    assert json.loads(json.dumps(quality.as_dict()))["invalid_examples"][0]["row"] == 2
 
 
 def test_confusion_and_mismatch_pairs() -> None:
