@@ -94,6 +94,13 @@ def drive(kind: Callable[[Resolved], KindBuild], recipe: Any, options: BuildOpti
     """Build `recipe` with `kind` into `options.out` (default `build/<name>`): nothing reaches
     `out` unless validation passes and `commit` swaps the finished tree in."""
     job = Resolved(recipe, options)
+    cache = options.cache
+    if cache is not None and cache.expanduser().resolve().is_relative_to(
+        job.out.expanduser().resolve()
+    ):
+        raise NabenchError(  # the swap that commits the build would delete it
+            f"--cache {cache} is in --out {job.out}, which the build replaces: put it outside"
+        )
     build = kind(job)
     clock = PhaseClock()
     with StagingArea(job.out) as area:

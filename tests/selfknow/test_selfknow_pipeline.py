@@ -292,6 +292,21 @@ def test_build_with_no_scorable_classification_is_refused(
     assert not out.exists()
 
 
+def test_build_refuses_a_cache_inside_its_out(
+    tmp_path: Path, scripted_server: Callable[..., Scripted]
+) -> None:
+    """`--cache OUT/cache.sqlite` (or `--cache OUT`): the cache was created inside the folder
+    the build then swapped in, so it was deleted, every model call lost, while build.json
+    named it as a file of the build. Refused now, before a model call."""
+    server = scripted_server(responder())
+    recipe = parse_recipe(openai_model(SMALL_RECIPE, server.url), "small")
+    out = tmp_path / "sk"
+    for cache in (out / "cache.sqlite", out, out / "sub" / "c.sqlite"):
+        with pytest.raises(NabenchError, match="--cache"):
+            run_recipe(recipe, BuildOptions(out=out, cache=cache, progress=False))
+        assert not out.exists() and not server.posts
+
+
 def test_nabench_build_selfknow_limit_push_and_load_back(
     tmp_path: Path, scripted_server: Callable[..., Scripted]
 ) -> None:
