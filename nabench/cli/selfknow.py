@@ -117,11 +117,16 @@ def _model_options(func: F) -> F:
     )(func)
 
 
-def _with_model(flags: ModelFlags, out: Path, run: Callable[[Backend, ResponseCache], T]) -> T:
+def _with_model(
+    flags: ModelFlags, out: Path, kind: OutFile, run: Callable[[Backend, ResponseCache], T]
+) -> T:
     """Open the response cache (default: beside --out) and the backend, run, close both."""
-
+    cache = flags.cache_path(out.parent / "selfknow.cache.sqlite")
+    written = [out, *(beside(out, suffix) for suffix, _ in kind.beside)]
+    if any(cache.expanduser().resolve() == p.resolve() for p in written):  # overwritten later
+        raise NabenchError(f"--cache {cache} is a file this command writes: put it elsewhere")
     with (
-        ResponseCache(flags.cache_path(out.parent / "selfknow.cache.sqlite")) as store,
+        ResponseCache(cache) as store,
         flags.open_backend() as backend,
     ):
         return run(backend, store)
@@ -212,6 +217,7 @@ def generate_command(
     result = _with_model(
         model_flags,
         out,
+        TASKS_OUT,
         lambda llm, store: generate_tasks(llm, store, settings, progress=not quiet),
     )
     quarantine_path = beside(out, ".quarantine.parquet")
@@ -291,6 +297,7 @@ def classify_command(
     result = _with_model(
         model_flags,
         out,
+        CLASSIFIED_OUT,
         lambda llm, store: classify_tasks(llm, store, frame, settings, progress=not quiet),
     )
     stats_path = beside(out, ".stats.json")

@@ -216,3 +216,38 @@ def test_real_subprocess(reference_files: list[Path], tmp_path: Path) -> None:
     )
     assert failed.returncode == 2
     assert failed.stderr.strip().startswith("error: cannot read") and failed.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "out", "cache"),
+    [
+        ("generate", "t.parquet", "t.parquet"),
+        ("generate", "t.parquet", "t.quarantine.parquet"),
+        ("generate", "t.parquet", "t.stats.json"),
+        ("classify", "v.parquet", "v.parquet"),
+        ("classify", "v.parquet", "v.stats.json"),
+    ],
+)
+def test_cache_that_the_command_writes_is_refused(
+    tmp_path: Path, command: str, out: str, cache: str
+) -> None:
+    """`--cache` naming --out or one of its side files: the cache was filled, then replaced
+    by the table or the stats, every answer lost (and the next run refused the cache)."""
+    tasks = tmp_path / "tasks.parquet"
+    pd.DataFrame(
+        [{"task_id": "a", "task": "Do X.", "category": "feasible", "type": "", "reason": ""}]
+    ).to_parquet(tasks)
+    inputs = [str(tasks)] if command == "classify" else []
+    model = ["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+    args = [
+        command,
+        *inputs,
+        *model,
+        "--out",
+        str(tmp_path / out),
+        "--cache",
+        str(tmp_path / cache),
+    ]
+    result = CliRunner().invoke(selfknow, args)
+    assert result.exit_code == 2 and "--cache" in result.stderr, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.parquet"]
