@@ -17,6 +17,7 @@ from nabench.core.errors import NabenchError
 from nabench.core.out_guard import (
     OutFile,
     beside,
+    check_cache,
     check_file,
     check_folder,
     json_with,
@@ -122,9 +123,7 @@ def _with_model(
 ) -> T:
     """Open the response cache (default: beside --out) and the backend, run, close both."""
     cache = flags.cache_path(out.parent / "selfknow.cache.sqlite")
-    written = [out, *(beside(out, suffix) for suffix, _ in kind.beside)]
-    if any(cache.expanduser().resolve() == p.resolve() for p in written):  # overwritten later
-        raise NabenchError(f"--cache {cache} is a file this command writes: put it elsewhere")
+    check_cache(cache, out, kind)  # the table or its side files would overwrite it later
     with (
         ResponseCache(cache) as store,
         flags.open_backend() as backend,

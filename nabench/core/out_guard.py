@@ -32,6 +32,7 @@ __all__ = [
     "OutLock",
     "PreviousBuild",
     "beside",
+    "check_cache",
     "check_file",
     "check_folder",
     "check_out",
@@ -327,6 +328,25 @@ def beside(out: Path, suffix: str) -> Path:
     """The side file `<stem><suffix>` of a one-file `--out`: where the command writes it and
     what `check_file` guards, one rule for both."""
     return out.with_name(f"{out.stem}{suffix}")
+
+
+def check_cache(cache: Path, out: Path, kind: OutFile | None = None) -> None:
+    """Refuse a response cache the command would itself destroy, before any request: a file
+    it writes (a one-file `--out` of `kind`, or a side file beside it), or, with no `kind`
+    (a build), a path inside the `--out` folder that the build's commit replaces."""
+    where = Path(cache).expanduser().resolve()
+    if kind is None:
+        if where.is_relative_to(Path(out).expanduser().resolve()):
+            raise OutError(
+                f"--cache {cache} is in --out {out}, which the build replaces: put it outside"
+            )
+        return
+    written = [out, *(beside(out, suffix) for suffix, _ in kind.beside)]
+    if any(where == path.expanduser().resolve() for path in written):
+        raise OutError(
+            f"--cache {cache} is a file this command writes (--out {out} or beside it): "
+            "put it elsewhere"
+        )
 
 
 def parquet_with(columns: Iterable[str]) -> Callable[[Path], bool]:

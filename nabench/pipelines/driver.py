@@ -15,6 +15,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from nabench.core.errors import NabenchError, ValidationFailed
+from nabench.core.out_guard import check_cache
 from nabench.core.safe_load import ParseLimits, read_text
 from nabench.pipelines.skeleton import BuildOptions, BuildResult, PhaseClock, Resolved, check_strict
 from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
@@ -94,13 +95,8 @@ def drive(kind: Callable[[Resolved], KindBuild], recipe: Any, options: BuildOpti
     """Build `recipe` with `kind` into `options.out` (default `build/<name>`): nothing reaches
     `out` unless validation passes and `commit` swaps the finished tree in."""
     job = Resolved(recipe, options)
-    cache = options.cache
-    if cache is not None and cache.expanduser().resolve().is_relative_to(
-        job.out.expanduser().resolve()
-    ):
-        raise NabenchError(  # the swap that commits the build would delete it
-            f"--cache {cache} is in --out {job.out}, which the build replaces: put it outside"
-        )
+    if options.cache is not None:  # the swap that commits the build would delete it
+        check_cache(options.cache, job.out)
     build = kind(job)
     clock = PhaseClock()
     with StagingArea(job.out) as area:

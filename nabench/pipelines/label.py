@@ -12,7 +12,14 @@ import pyarrow.parquet as pq
 from nabench.audit.eligibility import audit_items
 from nabench.core.atomic import atomic_file
 from nabench.core.errors import NabenchError
-from nabench.core.out_guard import OutFile, beside, check_file, json_with, parquet_with
+from nabench.core.out_guard import (
+    OutFile,
+    beside,
+    check_cache,
+    check_file,
+    json_with,
+    parquet_with,
+)
 from nabench.label.guideline import load_guideline
 from nabench.label.labeler import label_items
 from nabench.llm import ResponseCache, write_json_atomic
@@ -71,6 +78,7 @@ def run_label_command(
     chunk_size: int = 16,
 ) -> dict[str, Any]:
     check_file(out, LABELS_OUT)  # before any request is sent
+    check_cache(model_flags.cache_path(), out, LABELS_OUT)
     recipe = load_recipe(recipe_name)
     if getattr(recipe, "kind", "na") != "na":
         raise NabenchError(f"recipe {recipe.name} is not an NA recipe; nothing to label")

@@ -273,6 +273,24 @@ def test_label_out_may_replace_its_own_labels(
 # -- --out below a file, and the one-file commands of selfknow -----------------------------
 
 
+@pytest.mark.parametrize("cache", ["out", "summary"])
+def test_label_cache_it_would_overwrite_is_refused_before_any_request(
+    mmlu_dir: Path, tmp_path: Path, scripted_server: Any, cache: str
+) -> None:
+    """`label --cache L.parquet --out L.parquet` (or the cache at `L.summary.json`) filled
+    the cache with every answer, then wrote the labels or the summary over it."""
+    answer = json.dumps({"na_applicable": True, "rule": "none", "rationale": "ok"})
+    server = scripted_server(lambda path, body, n: (200, chat_body(answer)))
+    out = tmp_path / "labels.parquet"
+    path = out if cache == "out" else tmp_path / "labels.summary.json"
+    run = nabench("label", "mmlu-na", "--source", str(mmlu_dir), "--limit", "2",
+                  "--backend", "openai", "--base-url", server.url, "--model", "scripted-model",
+                  "--cache", str(path), "--out", str(out), "--quiet")  # fmt: skip
+    assert run.code != 0 and "Traceback" not in run.stderr, run.stderr
+    assert len(run.errors) == 1 and "is a file this command writes" in run.errors[0]
+    assert server.posts == [] and not path.exists()
+
+
 def _model(server: Any, tmp_path: Path) -> list[str]:
     return ["--backend", "openai", "--base-url", server.url, "--model", "scripted-model",
             "--cache", str(tmp_path / "c.sqlite"), "--quiet"]  # fmt: skip
