@@ -174,8 +174,10 @@ def _parse_class(value: str) -> bool | None:
 
 
 def _verdict(class_text: str, reason_text: str, type_text: str, taxonomy: Taxonomy) -> _Verdict:
-    if is_no_reason(reason_text):  # "None", "N/A": no reason, as in a classification
-        reason_text = ""
+    # "None", "N/A": no reason (no type), as in a classification; compared as text, two
+    # such cells matched each other
+    reason_text = "" if is_no_reason(reason_text) else reason_text
+    type_text = "" if is_no_reason(type_text) else type_text
     reason = taxonomy.find_reason(reason_text)
     reason_norm = normalise_reason(reason_text)
     reason_key: str | None

@@ -182,6 +182,16 @@ def test_spelled_out_no_reason_is_no_reason() -> None:
     assert result.quality.unknown_generated_reasons == {}
 
 
+def test_spelled_out_no_type_is_no_type() -> None:
+    """Type cells "N/A" on both sides were an unknown type compared by text ("n a"), so under
+    type matching two infeasible verdicts with different reasons and no type agreed (N_rr)."""
+    rows = [(R, "Lack of tools", R, "Needs internet", "N/A", "n/a")]
+    spelled = selfknow_metrics(make_table(rows, with_types=True), match="type")
+    blank = [(R, "Lack of tools", R, "Needs internet", "", "")]
+    expected = selfknow_metrics(make_table(blank, with_types=True), match="type")
+    assert spelled.counts == SelfKnowledgeCounts(rr_mismatch=1) == expected.counts
+
+
 def test_unknown_reasons_are_kept_and_counted() -> None:
     rows = [
         (R, "Lack of tools", R, "lack-of TOOLS"),
