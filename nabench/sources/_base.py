@@ -130,6 +130,8 @@ def read_split(
         raise
     except ValueError as exc:  # datasets raises ValueError for unknown configs / splits
         first = first_line(exc)
+        if path.is_file() and "corresponds to no data" in first:  # a header-only CSV
+            raise SourceError(f"{path}: the file holds no rows") from None
         raise SourceError(f"cannot load split {split!r} of {location!r}: {first}") from exc
     except Exception as exc:
         first = first_line(exc)

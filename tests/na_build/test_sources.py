@@ -172,3 +172,10 @@ def test_an_empty_source_file_says_so(tmp_path: Path, name: str) -> None:
     (tmp_path / name).write_bytes(b"")
     with pytest.raises(SourceError, match=r"test\.\w+: the file is empty"):
         get_source("mmlu").load("test", location=str(tmp_path / name))
+
+
+def test_a_header_only_csv_says_it_holds_no_rows(tmp_path: Path) -> None:
+    """A CSV of its header line alone was `Instruction "train" corresponds to no data!`."""
+    (tmp_path / "test.csv").write_text("question,subject,choices,answer\n")
+    with pytest.raises(SourceError, match=r"test\.csv: the file holds no rows$"):
+        get_source("mmlu").load("test", location=str(tmp_path / "test.csv"))
