@@ -1,7 +1,8 @@
 """lm-eval results as nabench results: a real `--log_samples` run (lm-eval's `dummy` model,
-random log-likelihoods, no weights) mapped onto nabench ids and lm-eval's own `acc`. The
-inspect reader and the three-harness report run against real models in
-test_harness_models.py (inspect's `mockllm` needs a tokenizer download)."""
+random log-likelihoods, no weights) mapped onto nabench ids and lm-eval's own `acc`; the
+inspect task `nabench/mcq` scored against inspect's `mockllm` (usage given, so it downloads
+no tokenizer). The inspect reader and the three-harness report run against real models in
+test_harness_models.py."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 from nabench.core.errors import NabenchError
 from nabench.evaluation.external import read_external
 from nabench.evaluation.results import load_results
+from nabench.stage.exports.inspect_mcq import mcq
 
 GROUP = "nabench_mmlu_na"
 N = 8
@@ -273,3 +275,29 @@ def test_a_harness_run_with_another_key_than_the_nabench_runs_is_refused(
     assert "config original: 30 item id(s) have other gold answers in runs" in res.output
     assert "reference_oracle" in res.output and "lm-eval__org_m" in res.output
     assert not (tmp_path / "b").exists()
+
+
+def test_inspect_task_reports_each_config_not_each_variant(mmlu_na: Path, tmp_path: Path) -> None:
+    """The four NA wordings are configs of one variant (`na_keyed`): the task grouped its
+    accuracy by variant, so `-T config=na_keyed,na_keyed__answer_not_found` reported one
+    pooled "na_keyed" number and none for the other config. Invalid answers score 0."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    def answer(messages: list, *_: object) -> ModelOutput:
+        lines = messages[-1].text.splitlines()  # picks "None of the above", else no letter
+        na = [ln[0] for ln in lines if ln.endswith(") None of the above")]
+        out = ModelOutput.from_content("mockllm/model", f"ANSWER: {na[0]}" if na else "no idea")
+        out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return out
+
+    configs = ("na_keyed", "na_keyed__answer_not_found")
+    task = mcq(dataset=str(mmlu_na), config=",".join(configs))
+    model = get_model("mockllm/model", custom_outputs=answer)
+    (log,) = inspect_eval(task, model=model, display="none", log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    metrics = {k: m.value for k, m in log.results.scores[0].metrics.items()}
+    n = pq.read_metadata(mmlu_na / configs[0] / "test-00000-of-00001.parquet").num_rows
+    assert n == pq.read_metadata(mmlu_na / configs[1] / "test-00000-of-00001.parquet").num_rows
+    assert (metrics["na_keyed"], metrics["na_keyed__answer_not_found"]) == (1.0, 0.0)
+    assert metrics["all"] == 0.5

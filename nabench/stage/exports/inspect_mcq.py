@@ -4,9 +4,9 @@ Registered through the ``inspect_ai`` entry point in ``pyproject.toml``, so that
 ``inspect eval nabench/mcq -T dataset=PATH_OR_REPO -T config=na_keyed -T revision=v1.0.0``
 runs on any build, local folder or Hub release. Options are never shuffled: where "None of
 the above" and "All of the above" sit is the point of the variants. Accuracy and its
-stderr are grouped by variant; the stderr is clustered by source item (``nabench_id``), so
-the same question in several configs (``-T config=original,na_keyed``) is not counted as
-independent evidence.
+stderr are grouped by config (the NA wordings are configs of one variant, ``na_keyed``);
+the stderr is clustered by source item (``nabench_id``), so the same question in several
+configs (``-T config=original,na_keyed``) is not counted as independent evidence.
 
 This module imports inspect_ai at import time; nothing else in nabench imports it.
 """
@@ -84,10 +84,10 @@ def mcq(
         solver=multiple_choice(shuffle=False),  # NA / AotA positions are the point
         scorer=choice(),
         metrics=[
-            grouped(accuracy(), "variant"),
+            grouped(accuracy(), "config"),  # not "variant": 4 wordings share `na_keyed`
             grouped(
                 stderr(cluster="nabench_id"),
-                "variant",
+                "config",
                 all_label="all_stderr",
                 name_template="{group_name}_stderr",
             ),
