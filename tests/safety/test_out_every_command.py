@@ -88,6 +88,22 @@ def test_export_replaces_its_own_earlier_export(plain_build: Path, tmp_path: Pat
     assert (out / "mine.txt").read_text() == "keep me"
 
 
+def test_export_keeps_a_user_task_that_names_the_nabench_tasks(
+    plain_build: Path, tmp_path: Path
+) -> None:
+    """lm-eval's include_path is where users put their own tasks: one that includes or lists
+    the exported tasks says "nabench", and the next export deleted it as one of its own."""
+    out = tmp_path / "tasks"
+    assert nabench("export", "lm-eval", str(plain_build), "--out", str(out)).code == 0
+    task = sorted(p.name for p in out.glob("nabench_*_original.yaml"))[0]
+    (out / "my_variant.yaml").write_text(f"include: {task}\ntask: my_variant\nnum_fewshot: 5\n")
+    before = tree_bytes(out)
+    run = nabench("export", "lm-eval", str(plain_build), "--out", str(out))
+    _refused(run.code, run.errors, run.stderr)
+    assert "my_variant.yaml" in run.errors[0]
+    assert tree_bytes(out) == before
+
+
 # -- eval ----------------------------------------------------------------------------------
 
 

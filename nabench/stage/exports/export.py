@@ -69,14 +69,15 @@ class Exported:
 
 
 def _is_task_file(rel: str, path: Path) -> bool:
-    """A file an earlier export wrote: one of its two templates, or a top-level task YAML
-    naming nabench (every task's metadata does)."""
+    """A file an earlier export wrote: one of its two templates, or a top-level task or
+    group YAML with the `nabench_build` metadata each of them carries (a user's own task
+    that includes or lists nabench tasks names nabench too, and is kept)."""
     if "/" in rel or not rel.endswith(("yaml", "yml")):
         return False
     if rel in (TEMPLATE, GEN_TEMPLATE):
         return True
     try:
-        return b"nabench" in path.read_bytes()[:65536]
+        return b"\n  nabench_build: " in path.read_bytes()[:65536]
     except OSError:
         return False
 
