@@ -19,7 +19,7 @@ def export() -> None:
 
 @export.command("lm-eval")
 @click.argument("build")
-@click.option("--revision", help="Hub revision to pin (default: the release tag v<version>).")
+@click.option("--revision", help="Hub revision to pin (default: the latest release's tag).")
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
     help="Folder for the task YAMLs (lm-eval --include_path).",

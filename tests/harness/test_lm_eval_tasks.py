@@ -168,6 +168,34 @@ def test_a_release_pins_its_tasks_to_the_tag(mmlu_na: Path) -> None:
             assert manifest["files"][path] == f.sha256, path
 
 
+def test_export_of_a_hub_id_pins_the_release_its_own_tasks_read(
+    mmlu_na: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`publish --version 3.1.1` of a build whose recipe says 3.1.0 (a republish: tags are
+    immutable) tags v3.1.1, but `export lm-eval ORG/NAME` pinned its tasks to v3.1.0, the
+    earlier release's rows. The default is now the tag the repo's own tasks read."""
+    import huggingface_hub
+
+    plan = make_plan(mmlu_na, "org/mmlu-na", version="9.9.9")  # apart from RECIPE_VERSION
+    hub = {f.path: f.content for f in plan.adds}  # the repo's main after that release
+
+    def download(repo_id: str, filename: str, **kw: object) -> str:
+        assert repo_id == "org/mmlu-na" and kw.get("revision") is None
+        path = tmp_path / "hub" / filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(hub[filename])
+        return str(path)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    out = tmp_path / "t"
+    res = CliRunner().invoke(main, ["export", "lm-eval", "org/mmlu-na", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "data org/mmlu-na@v9.9.9" in res.output
+    for config in MC_CONFIGS:
+        task = _yaml(out / f"{GROUP}_{config}.yaml")
+        assert task["dataset_kwargs"] == {"revision": "v9.9.9"}
+
+
 @pytest.mark.parametrize(
     ("configs", "says"),
     [(5, "is not a mapping"), ({"original": 5}, "is not a list of splits"),

@@ -1,7 +1,8 @@
 """`nabench export lm-eval`: write a build's lm-eval tasks for a local folder or a Hub id.
 
 A local build's tasks read its parquet files by absolute path; a Hub build's read the repo
-at a revision: ``--revision``, or the release tag ``v<version>`` of its build.json.
+at a revision: ``--revision``, or the release tag the repo's own published tasks read (its
+latest release; ``publish --version`` may tag it apart from the recipe version).
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from nabench.core.errors import NabenchError, first_line
 from nabench.core.out_guard import OutKind, OutLock, check_folder, check_parents, remove_stale
 from nabench.core.portable import hub_miss_note, require_location
-from nabench.schemas.manifest import MANIFEST, Manifest, read_manifest_file
+from nabench.schemas.manifest import MANIFEST, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
     GEN_TEMPLATE,
+    LM_EVAL_DIR,
     TEMPLATE,
     DataSource,
     HubData,
@@ -29,17 +33,30 @@ from nabench.stage.hub_layout import swap_into_place
 __all__ = ["Exported", "export_lm_eval", "resolve_lm_eval_source"]
 
 
-def _hub_manifest(repo_id: str, revision: str | None) -> Manifest:
+def _hub_file(repo_id: str, name: str, revision: str | None) -> Path:
     from huggingface_hub import hf_hub_download
 
     try:
-        path = hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=revision)
+        return Path(hf_hub_download(repo_id, name, repo_type="dataset", revision=revision))
     except Exception as exc:
         first = first_line(exc)
         note = hub_miss_note(repo_id)
-        where = f"{MANIFEST} of {repo_id!r} at {revision}"
+        where = f"{name} of {repo_id!r} at {revision or 'main'}"
         raise NabenchError(f"cannot read {where}: {first}{note}") from None
-    return read_manifest_file(Path(path))
+
+
+def _release_tag(repo_id: str, spec: LmEvalSpec) -> str:
+    """The revision the repo's own tasks read: `publish` pins them to the release's tag."""
+    name = f"{LM_EVAL_DIR}/{spec.task(spec.configs[0][0])}.yaml"
+    try:
+        task = yaml.safe_load(_hub_file(repo_id, name, None).read_bytes())
+    except yaml.YAMLError:
+        task = None
+    kwargs = task.get("dataset_kwargs") if isinstance(task, dict) else None
+    tag = kwargs.get("revision") if isinstance(kwargs, dict) else None
+    if not isinstance(tag, str) or not tag:
+        raise NabenchError(f"{repo_id}: {name} names no release revision; pass --revision")
+    return tag
 
 
 def resolve_lm_eval_source(
@@ -56,9 +73,8 @@ def resolve_lm_eval_source(
             path.resolve()
         )
     require_location(str(build), folder=True)
-    manifest = _hub_manifest(str(build), revision)
-    spec = LmEvalSpec.from_manifest(manifest)
-    return spec, HubData(str(build), revision or f"v{spec.version.removeprefix('v')}")
+    spec = LmEvalSpec.from_manifest(read_manifest_file(_hub_file(str(build), MANIFEST, revision)))
+    return spec, HubData(str(build), revision or _release_tag(str(build), spec))
 
 
 @dataclass(frozen=True)
