@@ -18,6 +18,7 @@ from nabench.audit.eligibility import Audit, exclusion_counts
 from nabench.core.errors import NabenchError
 from nabench.schemas.manifest import Manifest
 from nabench.schemas.protocol import Protocol, get_protocol
+from nabench.schemas.recipe import no_repeats
 from nabench.sources import LoadedSplit, Source
 from nabench.sources.sample import check_sample_size, select_items
 from nabench.stage.cards import size_category
@@ -52,6 +53,10 @@ class BuildOptions:
                 "--source is empty: give a folder, data file or Hub id, or leave it out "
                 "for the recipe's own source"
             )
+        try:  # as a recipe's `source.splits`: a split read twice was staged or sampled twice
+            no_repeats("--split")(list(self.splits or ()))
+        except ValueError as exc:
+            raise NabenchError(f"{exc}: give each split once") from None
 
 
 @dataclass(frozen=True)

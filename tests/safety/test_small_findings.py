@@ -334,3 +334,26 @@ def test_an_empty_source_is_refused_not_read_as_the_recipes_hub_id(
         "for the recipe's own source"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["build", "mmlu-na", "--labels", "none", "--out"],
+        ["build", "mmlu-na-train", "--labels", "none", "--out"],
+        ["label", "mmlu-na", "--out"],
+    ],
+    ids=["na", "na-train", "label"],
+)
+def test_a_split_given_twice_is_refused(command: list[str], mmlu_dir: Path, tmp_path: Path) -> None:
+    """`--split validation --split validation` (recipes refuse a repeated split): mmlu-na
+    ended in "internal error: ValueError ... staged twice"; na-train sampled every item
+    twice and pooled both copies into one set of 2n samples, each DPO pair written twice."""
+    out = tmp_path / ("labels.parquet" if command[0] == "label" else "out")
+    run = nabench(*command, str(out), "--source", str(mmlu_dir), "--limit", "3",
+                  "--split", "validation", "--split", "dev", "--split", "validation")  # fmt: skip
+    assert run.code != 0
+    assert run.stderr.strip().splitlines() == [
+        "error: --split repeat ['validation']: give each split once"
+    ]
+    assert list(tmp_path.iterdir()) == []
