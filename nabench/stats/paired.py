@@ -7,7 +7,8 @@
   multinomial counts over the distinct cluster *types* (sum of original scores, sum of
   variant scores, rows), which has the same distribution as resampling clusters with
   replacement but costs O(resamples × types): 0/1 scores give at most a handful of
-  types, so thousands of CIs take well under a second.
+  types, so thousands of CIs take well under a second. With one cluster there is nothing
+  to resample (every resample is the sample): the CIs are nan, not a zero-width interval.
 * :func:`mcnemar`: McNemar's test on the discordant counts ``b`` (original right,
   variant wrong) and ``c`` (original wrong, variant right): exact binomial when
   ``b + c < 25``, else χ² with continuity correction — the two forms of
@@ -166,6 +167,8 @@ def paired_drops(
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         present = np.flatnonzero(counts[k])
         c = counts[k, present]
+        if c.sum() < 2:  # one item: its "interval" [d, d] would claim certainty
+            continue
         # one multinomial draw per resample over this group's cluster types
         w = rng.multinomial(int(c.sum()), c / c.sum(), size=n_resamples)
         tot = w @ types[present]

@@ -48,6 +48,16 @@ def test_constant_scores_give_a_degenerate_interval() -> None:
     assert math.isnan(z.rel_drop) and math.isnan(z.rel_low)
 
 
+def test_one_item_has_no_interval() -> None:
+    """One item (or one cluster of rows) gave the zero-width "95 % CI" [d, d]: with nothing
+    to resample, every resample is the sample. The estimate stays; the interval is nan."""
+    for d in (paired_drop([1.0], [0.0]), paired_drop([1, 1, 0], [0, 0, 0], clusters=[7, 7, 7])):
+        assert d.n_clusters == 1 and d.diff == pytest.approx(d.acc_original - d.acc_variant)
+        assert all(math.isnan(x) for x in (d.diff_low, d.diff_high, d.rel_low, d.rel_high))
+    two = paired_drop([1.0, 0.0], [0.0, 0.0])
+    assert (two.diff_low, two.diff_high) == (0.0, 1.0)
+
+
 def _simulate(rng: np.random.Generator, n: int, p_o: float, p_v: float) -> tuple:
     o = rng.random(n) < p_o
     # variant correct mostly where original is: a paired, correlated design
