@@ -213,7 +213,8 @@ def _na_card_context(
             {
                 "config": b.config_name,
                 "why": b.why,
-                "na_text": getattr(b, "na_text", None),
+                # the phrasing a config inserts, where its `why` does not already name it
+                "na_text": next((t for t in b.inserted_texts if t not in b.why), None),
             }
             for b in builders
         ],

@@ -177,3 +177,31 @@ def test_card_states_the_gpqa_option_shuffle(tmp_path: Path, gpqa_dir: Path) -> 
             rng.shuffle(order)
             assert row["choices"] == [texts[i] for i in order], row["id"]
             assert row["answer"] == order.index(0), row["id"]
+
+
+@pytest.fixture(scope="module")
+def mmlu_sampled_card(tmp_path_factory: pytest.TempPathFactory, mmlu_dir: Path) -> Path:
+    """mmlu-na as shipped (four NA phrasings, `exclude_subjects`) on a 120-item `--sample`."""
+    out = tmp_path_factory.mktemp("phrasings") / "mmlu"
+    opts = BuildOptions(source=str(mmlu_dir), out=out, labels="none", sample=120, progress=False)
+    return build(load_recipe("mmlu-na"), opts).out
+
+
+def test_card_names_the_phrasing_each_config_inserts(mmlu_sampled_card: Path) -> None:
+    """Every NA phrasing has its own config; the card's line for a config must name the text
+    its rows hold (else `na_keyed` and `na_keyed__answer_not_found` read the same)."""
+    card = (mmlu_sampled_card / "README.md").read_text("utf-8")
+    relation = card.split("## Relation to the source")[1].split("## Structure")[0]
+    lines = {m[0]: m[1] for m in re.findall(r"^- `(\w+)`: (.+)$", relation, re.M)}
+    checked = 0
+    for config in lines:
+        texts = {r["na_text"] for r in _rows_of(mmlu_sampled_card, config)} - {None}
+        assert len(texts) <= 1, config
+        for text in texts:
+            assert f'"{text}"' in lines[config], (config, lines[config])
+            checked += 1
+    assert checked >= 6  # four na_keyed phrasings, na_distractor, na_mixed, all_of_the_above
+
+
+def _rows_of(out: Path, config: str) -> list[dict]:
+    return pq.read_table(out / config / PARQUET).to_pylist()
