@@ -285,6 +285,13 @@ def _limitations(manifest: Manifest) -> list[str]:
         "the source (see above), which a model may exploit.",
         "Source errors (wrong keys, ambiguous questions) carry over to every variant.",
     ]
+    left_out = manifest.recipe.get("exclude_subjects") or []
+    if left_out:
+        limitations.append(
+            "Subjects left out by the recipe (`exclude_subjects`), in no perturbed config: "
+            + ", ".join(f"`{s}`" for s in left_out)
+            + "."
+        )
     redux = _redux_card(manifest.redux)
     if redux is not None:
         limitations.append(

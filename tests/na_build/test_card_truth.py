@@ -205,3 +205,22 @@ def test_card_names_the_phrasing_each_config_inserts(mmlu_sampled_card: Path) ->
 
 def _rows_of(out: Path, config: str) -> list[dict]:
     return pq.read_table(out / config / PARQUET).to_pylist()
+
+
+def test_card_names_the_subjects_the_recipe_leaves_out(
+    mmlu_sampled_card: Path, mmlu_dir: Path
+) -> None:
+    """A subject of the source that no row of the build holds (mmlu-na leaves one out) is
+    named on the card: a `--sample` build's `excluded` is empty, so nothing else says so."""
+    source = pq.read_table(next((mmlu_dir / "all").glob("test-*.parquet")))
+    missing = set(source.column("subject").to_pylist()) - {
+        r["subject"] for r in _rows_of(mmlu_sampled_card, "original")
+    }
+    missing -= {r["subject"] for r in _rows_of(mmlu_sampled_card, "excluded")}
+    # subjects too small for a 120-item sample's quota are not the recipe's doing
+    left_out = set(json.loads((mmlu_sampled_card / "build.json").read_text())["recipe"][
+        "exclude_subjects"])  # fmt: skip
+    assert left_out and left_out <= missing
+    card = (mmlu_sampled_card / "README.md").read_text("utf-8")
+    for subject in left_out:
+        assert f"`{subject}`" in card, subject
