@@ -28,7 +28,8 @@ class ARCChallenge(Source):
         "source": "Always `arc_challenge`.",
         "subject": "Always null: ARC has no subjects.",
         "question": "The question text.",
-        "choices": "The 3-5 options in source order (ARC's labels A-E / 1-5 are dropped).",
+        "choices": "The options in source order (ARC's labels A-E / 1-4 are dropped); ARC has 3-5 "
+        "per item, and a build keeps those its recipe takes (the others are in `excluded`).",
         "answer": "0-based index of the row's `answerKey` among its own labels.",
     }
     citation = (

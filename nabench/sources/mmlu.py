@@ -26,7 +26,8 @@ class MMLU(Source):
         "id": "`mmlu/<config>/<split>/<row>`: the row's 0-based position in its source split, "
         "5 digits (e.g. `mmlu/all/test/00123`).",
         "source": "Always `mmlu`.",
-        "subject": "MMLU subject, one of 57 (e.g. `abstract_algebra`).",
+        "subject": "MMLU subject, one of its 57 (e.g. `abstract_algebra`; a recipe's "
+        "`exclude_subjects` are in no perturbed config).",
         "question": "The question text.",
         "choices": "The 4 options in source order.",
     }

@@ -136,7 +136,8 @@ def test_field_table_describes_the_build_source(tmp_path: Path, arc_dir: Path) -
     card = (build(load_recipe("arc-na"), opts).out / "README.md").read_text("utf-8")
     fields = _field_table(card)
     assert fields["id"].startswith("`arc_challenge/<split>/")
-    assert "null" in fields["subject"] and "3-5 options" in fields["choices"]
+    assert "null" in fields["subject"] and "3-5" in fields["choices"]
+    assert "the others are in `excluded`" in fields["choices"]  # a build holds 4 (NA)
     assert "mmlu" not in card.split("## Structure")[1].split("## Construction")[0].lower()
 
 
