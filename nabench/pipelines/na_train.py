@@ -357,6 +357,12 @@ class NATrainBuild(KindBuild):
             },
             "licence": {"source": source.license, "outputs": recipe.licence.outputs},
             "validation": {"violations": 0, "rules": "nabench.validate.na_train"},
+            "warnings": [
+                f"no {c} row: no {c} variant has a sample set with both a right and a wrong "
+                f"answer (see `discarded`); the build has no `{c}` config"
+                for c in ("sft", "dpo")
+                if not self.tables[c].num_rows
+            ],
         }
         return self.fields
 

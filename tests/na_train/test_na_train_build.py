@@ -281,3 +281,20 @@ def test_nabench_validate_checks_the_build_and_rejects_a_swapped_pair(
     assert bad.returncode == 1
     assert "dpo/train-00000-of-00001.parquet row 1 " in bad.stderr
     assert "[dpo_chosen_correct]" in bad.stderr and "[dpo_rejected_incorrect]" in bad.stderr
+
+
+def test_a_build_with_no_mixed_set_says_so_and_its_card_loads_no_missing_config(
+    tmp_path: Path, mmlu_dir: Path, scripted_server: Any
+) -> None:
+    """A server that answers "Answer: A" every time: every set is all right or all wrong, so
+    there is no sft or dpo row; the card must not tell readers to load those configs."""
+    server = scripted_server(lambda path, body, n: (200, chat_body("Answer: A")))
+    out = tmp_path / "all-a"
+    labels = labels_file(tmp_path / "labels.csv")
+    cmd = build_cmd(mmlu_dir, out, tmp_path / "c.sqlite", labels, server.url, "--limit", "4")
+    done = run([*cmd, "--yes"])
+    assert not (out / "sft").exists() and not (out / "dpo").exists()
+    card = (out / "README.md").read_text()
+    assert "load_dataset(" not in card.split("## Loading with TRL")[1].split("## Citation")[0]
+    assert "warning: no sft row" in done.stderr and "warning: no dpo row" in done.stderr
+    assert "no sft row" in card and "no dpo row" in card
