@@ -8,6 +8,8 @@ below `evaluation/` and must not import it.
 
 from __future__ import annotations
 
+import string
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,6 +20,7 @@ from nabench.validate.invariants import Violation
 
 Parse = Callable[[str, int], "str | None"]
 CONFIGS = ("sft", "dpo", "samples", "discarded")
+LETTERS = string.ascii_uppercase
 
 
 def _where(config: str, split: str) -> str:
@@ -49,9 +52,36 @@ class _Samples:
 
 
 def check_samples(table: pa.Table, parse: Parse, where: str) -> list[Violation]:
-    """Each sample's `parsed` and `correct` agree with the parser and the gold letter."""
+    """Each sample's `parsed` and `correct` agree with the parser and the gold letter, its
+    gold is the letter of its `answer`, and each (id, variant) set has the sample indices
+    0..n-1 once each, n the same for every set."""
     out: list[Violation] = []
-    for i, r in enumerate(table.to_pylist()):
+    rows = table.to_pylist()
+    sets: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for i, r in enumerate(rows):
+        sets.setdefault((r["id"], r["variant"]), []).append((i, r["sample_index"]))
+    sizes = Counter(len(v) for v in sets.values())
+    n = sizes.most_common(1)[0][0] if sizes else 0
+    for (item_id, variant), got in sets.items():
+        if sorted(j for _, j in got) != list(range(n)):
+            out.append(
+                Violation(
+                    where,
+                    got[0][0],
+                    item_id,
+                    "sample_set",
+                    f"{variant} set has sample indices {sorted(j for _, j in got)}, "
+                    f"expected 0..{n - 1} once each",
+                )
+            )
+    for i, r in enumerate(rows):
+        a = r["answer"]
+        if not (isinstance(a, int) and 0 <= a < len(r["choices"])) or r["gold"] != LETTERS[a]:
+            out.append(
+                Violation(
+                    where, i, r["id"], "sample_gold", f"gold {r['gold']} but answer {r['answer']}"
+                )
+            )
         parsed = parse(r["response"], len(r["choices"]))
         if parsed != r["parsed"] or r["correct"] != (parsed == r["gold"]):
             out.append(

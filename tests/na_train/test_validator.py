@@ -115,3 +115,15 @@ def test_rejects_a_sample_whose_correctness_is_misreported(setting: tuple[Any, A
     samples[1]["correct"] = not samples[1]["correct"]
     tables["samples"] = pa.Table.from_pylist(samples, schema=tables["samples"].schema)
     assert "sample_scored" in rules(check_na_train(tables, parse_answer, setting[2]))
+
+
+def test_rejects_a_doubled_sample_set_and_a_wrong_gold(setting: tuple[Any, Any, Any]) -> None:
+    tables = scripted_build(setting)
+    samples = tables["samples"].to_pylist()
+    first = (samples[0]["id"], samples[0]["variant"])
+    doubled = [dict(r, seed=r["seed"] + 100) for r in samples if (r["id"], r["variant"]) == first]
+    samples[5]["gold"] = "ABCD"[(samples[5]["answer"] + 1) % 4]
+    tables["samples"] = pa.Table.from_pylist(samples + doubled, schema=tables["samples"].schema)
+    found = check_na_train(tables, parse_answer, setting[2])
+    assert {(v.rule, v.id) for v in found if v.rule == "sample_set"} == {("sample_set", first[0])}
+    assert [v.row for v in found if v.rule == "sample_gold"] == [5]
