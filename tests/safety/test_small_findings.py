@@ -311,15 +311,15 @@ def test_report_reads_runs_of_an_artifacts_build_with_prior_configs(
     assert bad.code != 0 and "not items of the build it records" in bad.errors[0], bad.stderr
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["build", "mmlu-na", "--labels", "none", "--out"],
-        ["build", "mmlu-na-train", "--labels", "none", "--out"],
-        ["label", "mmlu-na", "--out"],
-    ],
-    ids=["na", "na-train", "label"],
-)
+# the commands that read a recipe's source (`--source`, `--split`), up to their --out value
+SOURCE_COMMANDS = [
+    ["build", "mmlu-na", "--labels", "none", "--out"],
+    ["build", "mmlu-na-train", "--labels", "none", "--out"],
+    ["label", "mmlu-na", "--out"],
+]
+
+
+@pytest.mark.parametrize("command", SOURCE_COMMANDS, ids=["na", "na-train", "label"])
 @pytest.mark.parametrize("empty", ["", "  "])
 def test_an_empty_source_is_refused_not_read_as_the_recipes_hub_id(
     command: list[str], empty: str, tmp_path: Path
@@ -336,15 +336,7 @@ def test_an_empty_source_is_refused_not_read_as_the_recipes_hub_id(
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["build", "mmlu-na", "--labels", "none", "--out"],
-        ["build", "mmlu-na-train", "--labels", "none", "--out"],
-        ["label", "mmlu-na", "--out"],
-    ],
-    ids=["na", "na-train", "label"],
-)
+@pytest.mark.parametrize("command", SOURCE_COMMANDS, ids=["na", "na-train", "label"])
 def test_a_split_given_twice_is_refused(command: list[str], mmlu_dir: Path, tmp_path: Path) -> None:
     """`--split validation --split validation` (recipes refuse a repeated split): mmlu-na
     ended in "internal error: ValueError ... staged twice"; na-train sampled every item

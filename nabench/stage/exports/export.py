@@ -12,11 +12,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from nabench.core.errors import NabenchError, first_line
 from nabench.core.out_guard import OutKind, OutLock, check_folder, check_parents, remove_stale
 from nabench.core.portable import hub_miss_note, require_location
+from nabench.core.safe_load import UnsafeInput, load_yaml_file
 from nabench.schemas.manifest import MANIFEST, read_manifest_file
 from nabench.stage.exports.lm_eval_tasks import (
     GEN_TEMPLATE,
@@ -48,9 +47,9 @@ def _hub_file(repo_id: str, name: str, revision: str | None) -> Path:
 def _release_tag(repo_id: str, spec: LmEvalSpec) -> str:
     """The revision the repo's own tasks read: `publish` pins them to the release's tag."""
     name = f"{LM_EVAL_DIR}/{spec.task(spec.configs[0][0])}.yaml"
-    try:
-        task = yaml.safe_load(_hub_file(repo_id, name, None).read_bytes())
-    except yaml.YAMLError:
+    try:  # a downloaded file: the bounded reader every other YAML input goes through
+        task = load_yaml_file(_hub_file(repo_id, name, None))
+    except UnsafeInput:
         task = None
     kwargs = task.get("dataset_kwargs") if isinstance(task, dict) else None
     tag = kwargs.get("revision") if isinstance(kwargs, dict) else None
